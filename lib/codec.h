@@ -1,0 +1,34 @@
+/*
+ * codec: small encodings used on the wire (base64, RFC 3339 time, hex).
+ */
+#ifndef TEND_CODEC_H
+#define TEND_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+#define TIME_MAX	32	/* "2026-07-08T00:00:00.000Z" + NUL */
+
+/* Append the base64 (standard alphabet, padded) of d to b.  -1 on ENOMEM. */
+int	codec_b64_encode(struct buf *b, const void *d, size_t n);
+/* Decode s (standard alphabet, padding optional) into b. -1 if invalid. */
+int	codec_b64_decode(struct buf *b, const char *s, size_t n);
+
+/* Milliseconds since the epoch, wall clock / monotonic. */
+int64_t	codec_now_ms(void);
+int64_t	codec_mono_ms(void);
+/* RFC 3339 UTC with milliseconds. */
+void	codec_time(char out[TIME_MAX], int64_t ms);
+
+/* Lowercase hex of n bytes into out (2n+1 bytes). */
+void	codec_hex(char *out, const void *d, size_t n);
+
+/* Non-negative decimal integer without sign or junk; -1 otherwise. */
+int	codec_parse_u64(const char *, uint64_t *);
+
+/* Symbolic errno name ("ENOENT"), or "EUNKNOWN". */
+const char *codec_errno_name(int);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * Every limit tend enforces, in one place.
+ */
+#ifndef TEND_LIMITS_H
+#define TEND_LIMITS_H
+
+#define TEND_VERSION		"0.1.0"
+#define TEND_API_VERSION	1
+
+#define HTTP_MAX_HEAD		(16 * 1024)	/* request line + headers */
+#define HTTP_MAX_BODY		(1024 * 1024)	/* buffered (JSON) bodies */
+#define HTTP_MAX_HEADERS	64
+#define HTTP_MAX_CONNS		512
+#define HTTP_OUT_HIGH		(256 * 1024)	/* pause a stream above this */
+#define HTTP_IDLE_TIMEOUT	120.0		/* s, idle keep-alive connection */
+#define HTTP_STUCK_TIMEOUT	60.0		/* s, output not moving at all */
+#define SSE_HEARTBEAT		10.0		/* s, at most 15 by contract */
+
+#define PROC_ID_MAX		128
+#define PROC_MAX_LIVE		4096
+#define PROC_MAX_ARGV		4096		/* elements */
+#define PROC_MAX_ENV		4096		/* entries */
+#define PROC_KILL_GRACE_MS	5000
+#define PROC_KEEP_EXITED	1000
+#define PROC_STDIN_HIGH		(1024 * 1024)	/* pause the writer above this */
+
+#define LOG_MAX_BYTES		(64ULL * 1024 * 1024)	/* per stream */
+#define LOG_CHUNK		(64 * 1024)	/* most bytes one index record holds */
+
+#define EXEC_MAX_OUTPUT		(1024 * 1024)	/* per stream in the reply */
+#define LOGS_JSON_LIMIT		(1024 * 1024)
+
+#define BOOT_KEEP		3
+#define AGENT_GRACE		8.0		/* s */
+
+#endif

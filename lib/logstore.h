@@ -1,0 +1,87 @@
+/*
+ * logstore: one process's stored output.
+ *
+ * A record directory holds one file per stream ("stdout", "stderr"; a
+ * terminal has only "output" as stream 0) with the raw bytes exactly as the
+ * process wrote them, and "index": one fixed-size record per chunk the
+ * agent read, in the order it read them.  Offsets are absolute: when a
+ * stream grows past maxbytes its oldest bytes are released by punching a
+ * hole (the file keeps its size, `tail -f` keeps working) and `start`
+ * moves forward.  Bytes that cannot be stored (ENOSPC, EIO) are counted in
+ * `dropped` and take no offset.
+ */
+#ifndef TEND_LOGSTORE_H
+#define TEND_LOGSTORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define LS_NSTREAMS	2
+enum { LS_STDOUT = 0, LS_STDERR = 1 };
+
+/* On-disk index record, host byte order, 32 bytes. */
+struct ls_rec {
+	uint64_t	seq;		/* 1-based, consecutive */
+	uint64_t	offset;		/* absolute offset in its stream */
+	uint32_t	len;		/* 1..LOG_CHUNK */
+	uint32_t	stream;		/* LS_STDOUT or LS_STDERR */
+	int64_t		ts_ms;		/* wall clock, ms since the epoch */
+};
+
+struct logstore {
+	int		 fd[LS_NSTREAMS];	/* -1 when absent */
+	int		 idxfd;
+	int		 nstreams;
+	uint64_t	 start[LS_NSTREAMS];	/* first retained offset */
+	uint64_t	 end[LS_NSTREAMS];	/* bytes stored == next offset */
+	uint64_t	 dropped;		/* read but not stored */
+	uint64_t	 nrec;			/* last seq written */
+	uint64_t	 maxbytes;		/* per stream; 0 = unbounded */
+	bool		 ro;
+};
+
+/*
+ * Create the files in dirfd (the record's directory) for nstreams streams
+ * named by names[] ("stdout", "stderr") plus "index".  -1 and errno.
+ */
+int	logstore_create(struct logstore *, int dirfd, int nstreams,
+	    const char *const names[], uint64_t maxbytes);
+
+/*
+ * Open an existing record read-only (an earlier boot's, or a re-read).
+ * start/end/nrec are recovered from the files (SEEK_DATA, sizes).
+ */
+int	logstore_open(struct logstore *, int dirfd, int nstreams,
+	    const char *const names[]);
+
+/*
+ * Move what is readable now from the non-blocking pipe fd into stream s,
+ * at most LOG_CHUNK bytes, as one index record.  Returns the number of
+ * bytes taken from the pipe (stored or dropped) > 0; 0 at EOF; -1 with
+ * errno EAGAIN when nothing is readable, or another errno on a read error
+ * of the pipe.  Storage errors never fail this call: the bytes are read,
+ * discarded and counted in dropped.
+ */
+ssize_t	logstore_drain(struct logstore *, int s, int pipefd);
+
+/* Store bytes given in memory, as one or more records.  Same contract. */
+int	logstore_append(struct logstore *, int s, const void *, size_t);
+
+/* Read index record seq (1-based).  0, or -1 with ENOENT past the end. */
+int	logstore_rec(struct logstore *, uint64_t seq, struct ls_rec *);
+
+/*
+ * Read len bytes of stream s at absolute offset off.  Bytes before
+ * start[s] are gone: the call returns -1 with errno ERANGE.  Returns bytes
+ * read (short at the end of the stream).
+ */
+ssize_t	logstore_pread(struct logstore *, int s, void *, size_t, uint64_t off);
+
+/*
+ * Re-read sizes after another writer appended (a reader of an earlier
+ * boot's files does not need this; the live agent updates in place).
+ */
+void	logstore_close(struct logstore *);
+
+#endif

@@ -1,0 +1,6 @@
+/*
+ * The unit test suites, one per lib/ module.  Add a line per module:
+ * X(name) declares and runs Suite *name_suite(void).
+ */
+#define TEND_SUITES \
+	X(buf)
