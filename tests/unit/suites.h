@@ -3,4 +3,7 @@
  * X(name) declares and runs Suite *name_suite(void).
  */
 #define TEND_SUITES \
-	X(buf)
+	X(buf) \
+	X(codec) \
+	X(cursor) \
+	X(logstore)

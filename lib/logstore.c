@@ -1,0 +1,410 @@
+/*
+ * logstore.c: one process's output on disk.
+ *
+ * The agent is PID 1 and the process must never block on its output, so
+ * every path here either stores bytes or throws them away and counts
+ * them; none waits.  Data goes first, then its index record: a stream
+ * file may briefly hold bytes no record names yet, never the reverse.
+ *
+ * Invariant: for each stream, the records of that stream cover
+ * [0, end[s]) without gaps, in seq order.  Dropped bytes take no offset,
+ * so a reader can trust offset + len to meet the next record's offset.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "tunables.h"
+#include "logstore.h"
+
+#define LS_RECSIZE	((off_t)sizeof(struct ls_rec))
+#define LS_PAGE		4096ULL		/* hole-punch granularity */
+#define LS_INDEX	"index"
+
+_Static_assert(sizeof(struct ls_rec) == 32, "index record is 32 bytes");
+_Static_assert(LOG_CHUNK <= UINT32_MAX, "a chunk length fits ls_rec.len");
+
+static int	logstore_openall(struct logstore *, int, int,
+		    const char *const[], int, mode_t);
+static int	logstore_check(struct logstore *, int);
+static size_t	logstore_write(int, const void *, size_t, uint64_t);
+static void	logstore_commit(struct logstore *, int, size_t);
+static void	logstore_trim(struct logstore *, int);
+static void	logstore_store(struct logstore *, int, const void *, size_t);
+static ssize_t	logstore_copy(struct logstore *, int, int);
+static ssize_t	logstore_discard(struct logstore *, int);
+
+/*
+ * Open (or create) the stream files and the index.  On failure nothing
+ * stays open and every fd is -1, so logstore_close is always safe.
+ */
+static int
+logstore_openall(struct logstore *ls, int dirfd, int nstreams,
+    const char *const names[], int flags, mode_t mode)
+{
+	int	i, saved;
+
+	memset(ls, 0, sizeof(*ls));
+	ls->idxfd = -1;
+	for (i = 0; i < LS_NSTREAMS; i++)
+		ls->fd[i] = -1;
+	if (nstreams < 1 || nstreams > LS_NSTREAMS || names == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	ls->nstreams = nstreams;
+	for (i = 0; i < nstreams; i++) {
+		if (names[i] == NULL || strchr(names[i], '/') != NULL ||
+		    strcmp(names[i], LS_INDEX) == 0) {
+			errno = EINVAL;
+			goto fail;
+		}
+		if ((ls->fd[i] = openat(dirfd, names[i], flags, mode)) == -1)
+			goto fail;
+	}
+	if ((ls->idxfd = openat(dirfd, LS_INDEX, flags, mode)) == -1)
+		goto fail;
+	return 0;
+fail:
+	saved = errno;
+	logstore_close(ls);
+	errno = saved;
+	return -1;
+}
+
+int
+logstore_create(struct logstore *ls, int dirfd, int nstreams,
+    const char *const names[], uint64_t maxbytes)
+{
+	if (logstore_openall(ls, dirfd, nstreams, names,
+	    O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC, 0640) == -1)
+		return -1;
+	ls->maxbytes = maxbytes;
+	return 0;
+}
+
+/*
+ * Recover the bounds from the files alone.  The first data byte after
+ * the punched prefix is where the live store's start was rounded down
+ * to; the few bytes between that and the true start are still real
+ * output, so serving them is harmless.  A file system without SEEK_DATA
+ * reports the whole file as data.  The dropped count is not on disk: a
+ * caller that needs it keeps it in status.json.
+ */
+int
+logstore_open(struct logstore *ls, int dirfd, int nstreams,
+    const char *const names[])
+{
+	struct stat	st;
+	off_t		off;
+	int		i, saved;
+
+	if (logstore_openall(ls, dirfd, nstreams, names,
+	    O_RDONLY | O_CLOEXEC, 0) == -1)
+		return -1;
+	ls->ro = true;
+	for (i = 0; i < nstreams; i++) {
+		if (fstat(ls->fd[i], &st) == -1)
+			goto fail;
+		ls->end[i] = (uint64_t)st.st_size;
+		if ((off = lseek(ls->fd[i], 0, SEEK_DATA)) == -1) {
+			if (errno != ENXIO)
+				off = 0;
+			else
+				off = st.st_size;
+		}
+		ls->start[i] = (uint64_t)off > ls->end[i] ?
+		    ls->end[i] : (uint64_t)off;
+	}
+	if (fstat(ls->idxfd, &st) == -1)
+		goto fail;
+	ls->nrec = (uint64_t)st.st_size / LS_RECSIZE;
+	return 0;
+fail:
+	saved = errno;
+	logstore_close(ls);
+	errno = saved;
+	return -1;
+}
+
+/* A writable store and a valid stream, or -1 and errno. */
+static int
+logstore_check(struct logstore *ls, int s)
+{
+	if (s < 0 || s >= ls->nstreams) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (ls->ro) {
+		errno = EROFS;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * pwrite all of d at off, or as much as the file takes.  Returns the
+ * bytes written; errno says why when short.
+ */
+static size_t
+logstore_write(int fd, const void *d, size_t n, uint64_t off)
+{
+	const char	*p = d;
+	size_t		 done = 0;
+	ssize_t		 w;
+
+	while (done < n) {
+		w = pwrite(fd, p + done, n - done, (off_t)(off + done));
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		done += (size_t)w;
+	}
+	return done;
+}
+
+/*
+ * The len bytes at end[s] are in the file: give them a record.  If the
+ * index cannot take the record the bytes were stored for nothing, since
+ * no reader would ever see them: they are cut off again and counted as
+ * dropped, so that the next chunk reuses both the offset and the seq.
+ */
+static void
+logstore_commit(struct logstore *ls, int s, size_t len)
+{
+	struct ls_rec	rec;
+	int		saved = errno;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.seq = ls->nrec + 1;
+	rec.offset = ls->end[s];
+	rec.len = (uint32_t)len;
+	rec.stream = (uint32_t)s;
+	rec.ts_ms = codec_now_ms();
+	if (logstore_write(ls->idxfd, &rec, sizeof(rec),
+	    (rec.seq - 1) * sizeof(rec)) != sizeof(rec)) {
+		(void)ftruncate(ls->idxfd, (off_t)(ls->nrec * sizeof(rec)));
+		(void)ftruncate(ls->fd[s], (off_t)ls->end[s]);
+		ls->dropped += len;
+		errno = saved;
+		return;
+	}
+	ls->nrec = rec.seq;
+	ls->end[s] += len;
+	logstore_trim(ls, s);
+	errno = saved;
+}
+
+/*
+ * Keep at most maxbytes of stream s.  The released prefix is punched in
+ * whole pages so no retained byte is ever zeroed; the file keeps its
+ * size so offsets stay absolute and `tail -f` does not see a truncation.
+ * Without hole punching (EOPNOTSUPP) the bytes are gone for readers all
+ * the same, only the disk space is not returned.  Punching only when the
+ * page boundary moves keeps it to one call per 4 KiB released.
+ *
+ * The index is not punched: a reader walking the records of released
+ * bytes needs their lengths to report how much it skipped.  It grows by
+ * 32 bytes per chunk.
+ */
+static void
+logstore_trim(struct logstore *ls, int s)
+{
+	uint64_t	oldcut, cut;
+
+	if (ls->maxbytes == 0 || ls->end[s] - ls->start[s] <= ls->maxbytes)
+		return;
+	oldcut = ls->start[s] & ~(LS_PAGE - 1);
+	ls->start[s] = ls->end[s] - ls->maxbytes;
+	cut = ls->start[s] & ~(LS_PAGE - 1);
+	if (cut > oldcut)
+		(void)fallocate(ls->fd[s],
+		    FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)cut);
+}
+
+/* Store n <= LOG_CHUNK bytes from memory; the rest is dropped. */
+static void
+logstore_store(struct logstore *ls, int s, const void *d, size_t n)
+{
+	size_t	done;
+
+	done = logstore_write(ls->fd[s], d, n, ls->end[s]);
+	if (done > 0)
+		logstore_commit(ls, s, done);
+	ls->dropped += n - done;
+}
+
+/*
+ * The fallback when splice cannot be used (the output is not a pipe, or
+ * the file system does not take splice writes): a copy through memory.
+ */
+static ssize_t
+logstore_copy(struct logstore *ls, int s, int fd)
+{
+	char	buf[LOG_CHUNK];
+	ssize_t	n;
+
+	do
+		n = read(fd, buf, sizeof(buf));
+	while (n == -1 && errno == EINTR);
+	if (n <= 0)
+		return n;
+	logstore_store(ls, s, buf, (size_t)n);
+	return n;
+}
+
+/*
+ * The disk refused the bytes.  They must still leave the pipe, or the
+ * process would block on a full pipe: read and count them.  A read error
+ * here is the pipe's own and is reported.
+ */
+static ssize_t
+logstore_discard(struct logstore *ls, int fd)
+{
+	char	buf[LOG_CHUNK];
+	ssize_t	n;
+
+	do
+		n = read(fd, buf, sizeof(buf));
+	while (n == -1 && errno == EINTR);
+	if (n > 0)
+		ls->dropped += (uint64_t)n;
+	return n;
+}
+
+/*
+ * splice moves the pipe's pages into the page cache at an explicit
+ * offset without a copy through user space.  SPLICE_F_NONBLOCK makes an
+ * empty pipe EAGAIN even if the caller forgot O_NONBLOCK; 0 is EOF (no
+ * writer left).  A short splice leaves the rest in the pipe: it is taken
+ * by the next call, stored or dropped then.  Any other splice error is
+ * the file's (ENOSPC, EIO, EFBIG, EDQUOT, EBADF) unless the pipe read in
+ * logstore_discard says otherwise.
+ */
+ssize_t
+logstore_drain(struct logstore *ls, int s, int fd)
+{
+	loff_t	off;
+	ssize_t	n;
+
+	if (logstore_check(ls, s) == -1)
+		return -1;
+	off = (loff_t)ls->end[s];
+	do
+		n = splice(fd, NULL, ls->fd[s], &off, LOG_CHUNK,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	while (n == -1 && errno == EINTR);
+	if (n > 0) {
+		logstore_commit(ls, s, (size_t)n);
+		return n;
+	}
+	if (n == 0)
+		return 0;
+	if (errno == EAGAIN)
+		return -1;
+	if (errno == EINVAL)
+		return logstore_copy(ls, s, fd);
+	return logstore_discard(ls, fd);
+}
+
+int
+logstore_append(struct logstore *ls, int s, const void *d, size_t n)
+{
+	const char	*p = d;
+	size_t		 len;
+
+	if (logstore_check(ls, s) == -1)
+		return -1;
+	while (n > 0) {
+		len = n < LOG_CHUNK ? n : LOG_CHUNK;
+		logstore_store(ls, s, p, len);
+		p += len;
+		n -= len;
+	}
+	return 0;
+}
+
+/*
+ * A record that reads back with another seq is a hole or garbage, not
+ * the record asked for.
+ */
+int
+logstore_rec(struct logstore *ls, uint64_t seq, struct ls_rec *rec)
+{
+	ssize_t	n;
+
+	if (seq == 0 || seq > ls->nrec) {
+		errno = ENOENT;
+		return -1;
+	}
+	do
+		n = pread(ls->idxfd, rec, sizeof(*rec),
+		    (off_t)((seq - 1) * sizeof(*rec)));
+	while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return -1;
+	if ((size_t)n != sizeof(*rec) || rec->seq != seq ||
+	    rec->stream >= (uint32_t)ls->nstreams) {
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+ssize_t
+logstore_pread(struct logstore *ls, int s, void *d, size_t len, uint64_t off)
+{
+	char	*p = d;
+	size_t	 done = 0;
+	ssize_t	 n;
+
+	if (s < 0 || s >= ls->nstreams) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (off < ls->start[s]) {
+		errno = ERANGE;
+		return -1;
+	}
+	if (off >= ls->end[s])
+		return 0;
+	/* Not past end: bytes beyond it belong to no record yet. */
+	if (len > ls->end[s] - off)
+		len = ls->end[s] - off;
+	if (len > SIZE_MAX / 2)		/* fits ssize_t */
+		len = SIZE_MAX / 2;
+	while (done < len) {
+		n = pread(ls->fd[s], p + done, len - done,
+		    (off_t)(off + done));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return done > 0 ? (ssize_t)done : -1;
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+void
+logstore_close(struct logstore *ls)
+{
+	int	i, saved = errno;
+
+	for (i = 0; i < LS_NSTREAMS; i++) {
+		if (ls->fd[i] != -1)
+			close(ls->fd[i]);
+		ls->fd[i] = -1;
+	}
+	if (ls->idxfd != -1)
+		close(ls->idxfd);
+	ls->idxfd = -1;
+	errno = saved;
+}

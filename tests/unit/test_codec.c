@@ -1,0 +1,273 @@
+/*
+ * codec: base64 both ways and its refusals, RFC 3339 time, hex, strict
+ * integers, errno names.
+ */
+#include <check.h>
+#include <errno.h>
+#include <string.h>
+
+#include "codec.h"
+
+Suite *codec_suite(void);
+
+static const struct {
+	const char	*plain;
+	const char	*b64;
+} vectors[] = {		/* RFC 4648 section 10 */
+	{ "",		"" },
+	{ "f",		"Zg==" },
+	{ "fo",		"Zm8=" },
+	{ "foo",	"Zm9v" },
+	{ "foob",	"Zm9vYg==" },
+	{ "fooba",	"Zm9vYmE=" },
+	{ "foobar",	"Zm9vYmFy" },
+};
+
+START_TEST(b64_rfc4648_vectors)
+{
+	struct buf	 b = { 0 };
+	const char	*plain = vectors[_i].plain, *enc = vectors[_i].b64;
+
+	ck_assert_int_eq(codec_b64_encode(&b, plain, strlen(plain)), 0);
+	ck_assert_uint_eq(buf_avail(&b), strlen(enc));
+	if (*enc != '\0')	/* an empty buf has no data pointer */
+		ck_assert_int_eq(memcmp(buf_head(&b), enc, strlen(enc)), 0);
+	buf_reset(&b);
+	ck_assert_int_eq(codec_b64_decode(&b, enc, strlen(enc)), 0);
+	ck_assert_uint_eq(buf_avail(&b), strlen(plain));
+	if (*plain != '\0')
+		ck_assert_int_eq(memcmp(buf_head(&b), plain, strlen(plain)),
+		    0);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(b64_round_trip_all_bytes)
+{
+	struct buf	 enc = { 0 }, dec = { 0 };
+	unsigned char	 d[1000];
+	size_t		 i, n;
+
+	for (i = 0; i < sizeof(d); i++)
+		d[i] = (unsigned char)(i * 7 + 3);
+	for (n = 0; n <= sizeof(d); n += (n < 10 ? 1 : 97)) {
+		buf_reset(&enc);
+		buf_reset(&dec);
+		ck_assert_int_eq(codec_b64_encode(&enc, d, n), 0);
+		ck_assert_uint_eq(buf_avail(&enc), (n + 2) / 3 * 4);
+		ck_assert_int_eq(codec_b64_decode(&dec, buf_head(&enc),
+		    buf_avail(&enc)), 0);
+		ck_assert_uint_eq(buf_avail(&dec), n);
+		if (n > 0)
+			ck_assert_int_eq(memcmp(buf_head(&dec), d, n), 0);
+	}
+	buf_free(&enc);
+	buf_free(&dec);
+}
+END_TEST
+
+START_TEST(b64_appends)
+{
+	struct buf	b = { 0 };
+
+	ck_assert_int_eq(buf_addstr(&b, "x="), 0);
+	ck_assert_int_eq(codec_b64_encode(&b, "hi", 2), 0);
+	ck_assert_uint_eq(buf_avail(&b), 6);
+	ck_assert_int_eq(memcmp(buf_head(&b), "x=aGk=", 6), 0);
+	ck_assert_int_eq(codec_b64_decode(&b, "Zm9v", 4), 0);
+	ck_assert_int_eq(memcmp(buf_head(&b), "x=aGk=foo", 9), 0);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(b64_padding_optional)
+{
+	struct buf	b = { 0 };
+
+	ck_assert_int_eq(codec_b64_decode(&b, "Zg", 2), 0);
+	ck_assert_int_eq(codec_b64_decode(&b, "Zm8", 3), 0);
+	ck_assert_int_eq(codec_b64_decode(&b, "Zm9vYg", 6), 0);
+	ck_assert_uint_eq(buf_avail(&b), 7);
+	ck_assert_int_eq(memcmp(buf_head(&b), "ffofoob", 7), 0);
+	buf_free(&b);
+}
+END_TEST
+
+static const char *const b64_bad[] = {
+	"Z",		/* six bits are not a byte */
+	"Zm9vY",
+	"Zg=",		/* partial padding */
+	"Zg===",
+	"Z===",
+	"====",
+	"=",
+	"==",
+	"Zm9=",		/* leftover bits not zero */
+	"Zh==",
+	"Zh",
+	"Zg==Zg==",	/* data after padding */
+	"Zm=v",
+	"Zm9v!",
+	"Zm 9v",	/* white space nettle would skip */
+	"Zm9v\n",
+	"Zm9-",		/* base64url alphabet */
+	"Zm9_",
+	"Zm\x80v",
+};
+
+START_TEST(b64_rejects_invalid)
+{
+	struct buf	 b = { 0 };
+	const char	*s = b64_bad[_i];
+
+	ck_assert_int_eq(buf_addstr(&b, "keep"), 0);
+	errno = 0;
+	ck_assert_msg(codec_b64_decode(&b, s, strlen(s)) == -1,
+	    "accepted \"%s\"", s);
+	ck_assert_int_eq(errno, EINVAL);
+	/* A refused input leaves the buffer as it was. */
+	ck_assert_uint_eq(buf_avail(&b), 4);
+	ck_assert_int_eq(memcmp(buf_head(&b), "keep", 4), 0);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(b64_embedded_nul_is_invalid)
+{
+	struct buf	b = { 0 };
+
+	ck_assert_int_eq(codec_b64_decode(&b, "Zm\0v", 4), -1);
+	buf_free(&b);
+}
+END_TEST
+
+START_TEST(time_format)
+{
+	char	t[TIME_MAX];
+
+	codec_time(t, 1783468800000LL);
+	ck_assert_str_eq(t, "2026-07-08T00:00:00.000Z");
+	codec_time(t, 1783468800000LL + 86399999);
+	ck_assert_str_eq(t, "2026-07-08T23:59:59.999Z");
+	codec_time(t, 0);
+	ck_assert_str_eq(t, "1970-01-01T00:00:00.000Z");
+	codec_time(t, 951782400007LL);		/* a leap day */
+	ck_assert_str_eq(t, "2000-02-29T00:00:00.007Z");
+	codec_time(t, -1);
+	ck_assert_str_eq(t, "1969-12-31T23:59:59.999Z");
+	codec_time(t, INT64_MAX);
+	ck_assert_str_eq(t, "9999-12-31T23:59:59.999Z");
+	codec_time(t, INT64_MIN);
+	ck_assert_str_eq(t, "0000-01-01T00:00:00.000Z");
+}
+END_TEST
+
+START_TEST(clocks)
+{
+	int64_t	m1, m2, now;
+
+	now = codec_now_ms();
+	ck_assert(now > 1700000000000LL);	/* after 2023 */
+	m1 = codec_mono_ms();
+	m2 = codec_mono_ms();
+	ck_assert(m2 >= m1);
+}
+END_TEST
+
+START_TEST(hex)
+{
+	char	out[9];
+
+	codec_hex(out, "\x00\x7f\xa5\xff", 4);
+	ck_assert_str_eq(out, "007fa5ff");
+	codec_hex(out, "", 0);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+START_TEST(parse_u64)
+{
+	uint64_t	v;
+
+	ck_assert_int_eq(codec_parse_u64("0", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(codec_parse_u64("42", &v), 0);
+	ck_assert_uint_eq(v, 42);
+	ck_assert_int_eq(codec_parse_u64("007", &v), 0);
+	ck_assert_uint_eq(v, 7);
+	ck_assert_int_eq(codec_parse_u64("18446744073709551615", &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	v = 99;
+	ck_assert_int_eq(codec_parse_u64("18446744073709551616", &v), -1);
+	ck_assert_int_eq(errno, ERANGE);
+	ck_assert_int_eq(codec_parse_u64("99999999999999999999", &v), -1);
+	ck_assert_int_eq(codec_parse_u64("", &v), -1);
+	ck_assert_int_eq(codec_parse_u64(NULL, &v), -1);
+	ck_assert_int_eq(codec_parse_u64("+1", &v), -1);
+	ck_assert_int_eq(codec_parse_u64("-1", &v), -1);
+	ck_assert_int_eq(codec_parse_u64(" 1", &v), -1);
+	ck_assert_int_eq(codec_parse_u64("1 ", &v), -1);
+	ck_assert_int_eq(codec_parse_u64("1a", &v), -1);
+	ck_assert_int_eq(codec_parse_u64("0x10", &v), -1);
+	ck_assert_int_eq(codec_parse_u64("1e3", &v), -1);
+	ck_assert_uint_eq(v, 99);	/* untouched on failure */
+}
+END_TEST
+
+START_TEST(errno_names)
+{
+	static const struct {
+		int		 err;
+		const char	*name;
+	} want[] = {
+		{ ENOENT, "ENOENT" }, { EACCES, "EACCES" }, { EPERM, "EPERM" },
+		{ ENOTDIR, "ENOTDIR" }, { EISDIR, "EISDIR" },
+		{ ENOEXEC, "ENOEXEC" }, { E2BIG, "E2BIG" },
+		{ ENOMEM, "ENOMEM" }, { EAGAIN, "EAGAIN" },
+		{ EINVAL, "EINVAL" }, { ELOOP, "ELOOP" },
+		{ ENAMETOOLONG, "ENAMETOOLONG" }, { EMFILE, "EMFILE" },
+		{ ENFILE, "ENFILE" }, { ETXTBSY, "ETXTBSY" },
+		{ ENOSPC, "ENOSPC" }, { EIO, "EIO" }, { EEXIST, "EEXIST" },
+		{ ESRCH, "ESRCH" }, { ECHILD, "ECHILD" }, { EBADF, "EBADF" },
+		{ EFAULT, "EFAULT" }, { EBUSY, "EBUSY" },
+		{ ENOTEMPTY, "ENOTEMPTY" }, { EROFS, "EROFS" },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		ck_assert_str_eq(codec_errno_name(want[i].err), want[i].name);
+	ck_assert_str_eq(codec_errno_name(0), "EUNKNOWN");
+	ck_assert_str_eq(codec_errno_name(-1), "EUNKNOWN");
+	ck_assert_str_eq(codec_errno_name(100000), "EUNKNOWN");
+}
+END_TEST
+
+Suite *
+codec_suite(void)
+{
+	Suite	*s = suite_create("codec");
+	TCase	*tc;
+
+	tc = tcase_create("base64");
+	tcase_add_loop_test(tc, b64_rfc4648_vectors, 0,
+	    sizeof(vectors) / sizeof(vectors[0]));
+	tcase_add_test(tc, b64_round_trip_all_bytes);
+	tcase_add_test(tc, b64_appends);
+	tcase_add_test(tc, b64_padding_optional);
+	tcase_add_loop_test(tc, b64_rejects_invalid, 0,
+	    sizeof(b64_bad) / sizeof(b64_bad[0]));
+	tcase_add_test(tc, b64_embedded_nul_is_invalid);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("time");
+	tcase_add_test(tc, time_format);
+	tcase_add_test(tc, clocks);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("scalars");
+	tcase_add_test(tc, hex);
+	tcase_add_test(tc, parse_u64);
+	tcase_add_test(tc, errno_names);
+	suite_add_tcase(s, tc);
+	return s;
+}
