@@ -1,8 +1,8 @@
 /*
  * Every limit tend enforces, in one place.
  */
-#ifndef TEND_LIMITS_H
-#define TEND_LIMITS_H
+#ifndef TEND_TUNABLES_H
+#define TEND_TUNABLES_H
 
 #define TEND_VERSION		"0.1.0"
 #define TEND_API_VERSION	1

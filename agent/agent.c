@@ -1,0 +1,372 @@
+/*
+ * agent.c: tend as PID 1.
+ *
+ * Reads like tini: parse the options, claim the state dir and the socket,
+ * set up the one reap loop and the signals, start the wrapped command if
+ * any, run the loop.  Shutdown: stop accepting, TERM every group, wait the
+ * grace, KILL what is left, reap, write final statuses, exit.
+ */
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
+
+#include "agent.h"
+#include "api.h"
+#include "boot.h"
+#include "codec.h"
+#include "fsutil.h"
+#include "log.h"
+#include "proc.h"
+
+#define AGENT_REAP_WAIT	2.0	/* s after KILL before giving up on reaping */
+
+static struct {
+	const char	*socket;
+	const char	*statedir;
+	double		 grace;
+	int		 keep_boots;
+	int		 keep_exited;
+	int		 max_procs;
+	uint64_t	 max_log;
+	char		**wrapped;
+	int		 verbose;
+} opt;
+
+static struct ev_loop	*loop;
+static struct proctab	 tab;
+static struct api	 api;
+static pid_t		 main_pid = -1;	/* wrapper mode's command */
+static int		 main_status = -1;
+static int		 exit_code;
+static bool		 shutting_down, killed_all;
+static ev_child		 reaper;
+static ev_signal	 sigs[8];
+static ev_timer		 grace_timer;
+
+static void	agent_usage(FILE *);
+static void	agent_options(int, char **);
+static pid_t	agent_spawn_main(char **);
+static void	agent_reap_cb(struct ev_loop *, ev_child *, int);
+static void	agent_signal_cb(struct ev_loop *, ev_signal *, int);
+static void	agent_grace_cb(struct ev_loop *, ev_timer *, int);
+static void	agent_shutdown(void);
+static void	agent_maybe_done(void);
+
+static const int forwarded[] = {
+	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
+};
+
+static void
+agent_usage(FILE *f)
+{
+	fprintf(f,
+"usage: tend agent [options] [-- command [args...]]\n"
+"\n"
+"Run the tend supervisor: reap every child, keep the process table, serve\n"
+"the bridge protocol on a unix socket.  With a command after --, run it as\n"
+"the main child, forward signals to it, and exit with its status.\n"
+"\n"
+"options:\n"
+"  -S, --socket PATH       unix socket (env TEND_SOCKET; /run/tend.sock)\n"
+"  -d, --state-dir DIR     state directory (env TEND_STATE_DIR; /var/lib/tend)\n"
+"  -g, --grace SECONDS     shutdown grace before KILL (8)\n"
+"      --keep-boots N      boots kept in the state dir, this one included (3)\n"
+"      --keep-exited N     ended records kept per boot (1000)\n"
+"      --max-procs N       live processes at most (4096)\n"
+"      --max-log-bytes N   default bytes kept per output stream (64 MiB)\n"
+"  -v, --verbose           debug log lines\n"
+"  -h, --help              this text\n");
+}
+
+static long long
+agent_number(const char *name, const char *s, long long lo, long long hi)
+{
+	char		*end;
+	long long	 v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s || v < lo || v > hi) {
+		fprintf(stderr, "tend agent: %s: invalid value '%s'\n", name, s);
+		exit(2);
+	}
+	return v;
+}
+
+static void
+agent_options(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket",	   required_argument, NULL, 'S' },
+		{ "state-dir",	   required_argument, NULL, 'd' },
+		{ "grace",	   required_argument, NULL, 'g' },
+		{ "keep-boots",	   required_argument, NULL, 'B' },
+		{ "keep-exited",   required_argument, NULL, 'E' },
+		{ "max-procs",	   required_argument, NULL, 'P' },
+		{ "max-log-bytes", required_argument, NULL, 'L' },
+		{ "verbose",	   no_argument,	      NULL, 'v' },
+		{ "help",	   no_argument,	      NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char	*end;
+	int	 ch;
+
+	opt.socket = getenv("TEND_SOCKET") ? getenv("TEND_SOCKET") :
+	    "/run/tend.sock";
+	opt.statedir = getenv("TEND_STATE_DIR") ? getenv("TEND_STATE_DIR") :
+	    "/var/lib/tend";
+	opt.grace = AGENT_GRACE;
+	opt.keep_boots = BOOT_KEEP;
+	opt.keep_exited = PROC_KEEP_EXITED;
+	opt.max_procs = PROC_MAX_LIVE;
+	opt.max_log = LOG_MAX_BYTES;
+
+	/* "+": stop at the first non-option, the wrapped command. */
+	while ((ch = getopt_long(argc, argv, "+S:d:g:vh", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'S':
+			opt.socket = optarg;
+			break;
+		case 'd':
+			opt.statedir = optarg;
+			break;
+		case 'g':
+			opt.grace = strtod(optarg, &end);
+			if (*end != '\0' || end == optarg || !(opt.grace >= 0)) {
+				fprintf(stderr, "tend agent: --grace: invalid "
+				    "value '%s'\n", optarg);
+				exit(2);
+			}
+			break;
+		case 'B':
+			opt.keep_boots = agent_number("--keep-boots", optarg,
+			    1, 1000);
+			break;
+		case 'E':
+			opt.keep_exited = agent_number("--keep-exited", optarg,
+			    0, 1000000);
+			break;
+		case 'P':
+			opt.max_procs = agent_number("--max-procs", optarg, 1,
+			    1000000);
+			break;
+		case 'L':
+			opt.max_log = agent_number("--max-log-bytes", optarg,
+			    4096, 1LL << 50);
+			break;
+		case 'v':
+			opt.verbose = 1;
+			break;
+		case 'h':
+			agent_usage(stdout);
+			exit(0);
+		default:
+			agent_usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc)
+		opt.wrapped = argv + optind;
+}
+
+int
+agent_main(int argc, char **argv)
+{
+	char	boot[BOOT_ID_LEN + 1];
+	int	statefd, procsfd;
+	size_t	i;
+	int64_t	t0 = codec_mono_ms();
+
+	agent_options(argc, argv);
+	log_init("tend", opt.verbose);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* Outside a PID namespace, orphans of our children still come to us. */
+	if (getpid() != 1 && prctl(PR_SET_CHILD_SUBREAPER, 1) == -1)
+		log_warn("event=subreaper_failed");
+
+	loop = ev_default_loop(EVFLAG_AUTO);
+	if (loop == NULL)
+		fatalx("event=loop_failed");
+
+	if (boot_new_id(boot) == -1)
+		fatal("event=boot_id_failed");
+	if (fsutil_mkdirs(AT_FDCWD, opt.statedir) == -1)
+		fatal("event=state_dir_failed dir=%s", opt.statedir);
+	if ((statefd = open(opt.statedir, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		fatal("event=state_dir_failed dir=%s", opt.statedir);
+	if (boot_create(statefd, boot, &procsfd) == -1)
+		fatal("event=boot_create_failed dir=%s", opt.statedir);
+	boot_scan(statefd, boot, opt.keep_boots);
+
+	if (proctab_init(&tab, loop, boot, statefd, procsfd) == -1)
+		fatal("event=proctab_failed");
+	tab.maxlive = opt.max_procs;
+	tab.keep_exited = opt.keep_exited;
+	tab.maxlog = opt.max_log;
+	api.tab = &tab;
+	api.started_mono = t0;
+
+	ev_child_init(&reaper, agent_reap_cb, 0, 0);
+	ev_child_start(loop, &reaper);
+	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
+		ev_signal_init(&sigs[i], agent_signal_cb, forwarded[i]);
+		ev_signal_start(loop, &sigs[i]);
+	}
+	ev_timer_init(&grace_timer, agent_grace_cb, opt.grace, 0.);
+
+	if (http_listen(&api.srv, loop, opt.socket, api_routes, &api,
+	    HTTP_MAX_CONNS) == -1) {
+		if (errno == EADDRINUSE)
+			fatalx("event=socket_busy socket=%s msg=\"another agent "
+			    "answers on this socket\"", opt.socket);
+		fatal("event=listen_failed socket=%s", opt.socket);
+	}
+
+	if (opt.wrapped != NULL)
+		main_pid = agent_spawn_main(opt.wrapped);
+
+	log_info("event=ready boot=%s pid=%d socket=%s state=%s ms=%lld", boot,
+	    (int)getpid(), opt.socket, opt.statedir,
+	    (long long)(codec_mono_ms() - t0));
+	ev_run(loop, 0);
+
+	proctab_finalize(&tab);
+	unlink(opt.socket);
+	log_info("event=exit code=%d", exit_code);
+	return exit_code;
+}
+
+/*
+ * Wrapper mode's main child: the agent's process group, default signal
+ * dispositions and an empty mask (libev blocks what it watches).  Exec
+ * failure exits 127 (not found) or 126 (not executable), as a shell does.
+ */
+static pid_t
+agent_spawn_main(char **argv)
+{
+	struct sigaction	sa;
+	sigset_t		all, old;
+	pid_t			pid;
+	int			sig;
+
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		for (sig = 1; sig < NSIG; sig++)
+			(void)sigaction(sig, &sa, NULL);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		execvp(argv[0], argv);
+		sig = errno;
+		fprintf(stderr, "tend: level=fatal event=exec_failed cmd=%s "
+		    "err=\"%s\"\n", argv[0], strerror(sig));
+		_exit(sig == ENOENT ? 127 : 126);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid == -1)
+		fatal("event=fork_failed cmd=%s", argv[0]);
+	log_info("event=main_started pid=%d cmd=%s", (int)pid, argv[0]);
+	return pid;
+}
+
+/* The one reap loop: libev's SIGCHLD handler called waitpid(-1). */
+static void
+agent_reap_cb(struct ev_loop *l, ev_child *w, int revents)
+{
+	(void)l;
+	(void)revents;
+	if (w->rpid == main_pid) {
+		main_status = w->rstatus;
+		main_pid = -1;
+		exit_code = WIFSIGNALED(main_status) ?
+		    128 + WTERMSIG(main_status) : WEXITSTATUS(main_status);
+		log_info("event=main_exited code=%d", exit_code);
+		proc_reaped(&tab, w->rpid, w->rstatus);
+		agent_shutdown();
+		return;
+	}
+	proc_reaped(&tab, w->rpid, w->rstatus);
+	if (shutting_down)
+		agent_maybe_done();
+}
+
+static void
+agent_signal_cb(struct ev_loop *l, ev_signal *w, int revents)
+{
+	(void)l;
+	(void)revents;
+	if (main_pid > 0) {
+		(void)kill(main_pid, w->signum);
+		return;
+	}
+	if (w->signum == SIGTERM || w->signum == SIGINT) {
+		log_info("event=shutdown signal=%d", w->signum);
+		agent_shutdown();
+	}
+}
+
+static void
+agent_shutdown(void)
+{
+	if (shutting_down)
+		return;
+	shutting_down = true;
+	http_stop_accepting(&api.srv);
+	http_close_all(&api.srv);
+	proctab_signal_all(&tab, SIGTERM);
+	ev_timer_start(loop, &grace_timer);
+	agent_maybe_done();
+}
+
+/* Everything settled: leave the loop. */
+static void
+agent_maybe_done(void)
+{
+	if (tab.nlive > 0)
+		return;
+	ev_timer_stop(loop, &grace_timer);
+	ev_break(loop, EVBREAK_ALL);
+}
+
+/*
+ * The grace is over: KILL what is left.  As PID 1 that is every process
+ * in the namespace; outside one, only the groups we started (kill(-1)
+ * would reach the whole machine).  After a further wait, records whose
+ * group we could not see end are finalized anyway.
+ */
+static void
+agent_grace_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	(void)revents;
+	if (!killed_all) {
+		killed_all = true;
+		log_info("event=grace_over running=%d", tab.nlive);
+		if (getpid() == 1)
+			(void)kill(-1, SIGKILL);
+		else
+			proctab_signal_all(&tab, SIGKILL);
+		ev_timer_set(w, AGENT_REAP_WAIT, 0.);
+		ev_timer_start(l, w);
+		return;
+	}
+	log_warnx("event=shutdown_incomplete running=%d", tab.nlive);
+	ev_break(l, EVBREAK_ALL);
+}

@@ -1,0 +1,9 @@
+/*
+ * agent: the supervisor, `tend agent [options] [-- cmd args...]`.
+ */
+#ifndef TEND_AGENT_H
+#define TEND_AGENT_H
+
+int	agent_main(int argc, char **argv);
+
+#endif

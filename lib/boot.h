@@ -1,0 +1,25 @@
+/*
+ * boot: the agent's boot identity and the boots kept in the state dir.
+ */
+#ifndef TEND_BOOT_H
+#define TEND_BOOT_H
+
+#include <stdbool.h>
+
+#define BOOT_ID_LEN	32
+
+/* 128 random bits as 32 lowercase hex characters. */
+int	boot_new_id(char out[BOOT_ID_LEN + 1]);
+bool	boot_id_valid(const char *);
+/* Create boots/<id>/procs and write boots/<id>/boot.json. */
+int	boot_create(int statefd, const char *id, int *procsfd);
+/*
+ * Earlier boots: records without a final status become state "error"
+ * with error.code "lost" (once); only the newest `keep` boots (the
+ * current one included) are kept.
+ */
+void	boot_scan(int statefd, const char *current, int keep);
+/* The procs directory of a retained boot, or -1 (ENOENT). */
+int	boot_open_procs(int statefd, const char *id);
+
+#endif

@@ -1,0 +1,20 @@
+/*
+ * fsutil: small file-system operations relative to directory fds.
+ */
+#ifndef TEND_FSUTIL_H
+#define TEND_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Replace name in dirfd atomically: name.tmp, (fsync), rename. */
+int	fsutil_write_atomic(int dirfd, const char *name, const void *, size_t,
+	    bool sync);
+/* Remove name (a file or a whole tree) in dirfd.  ENOENT is success. */
+int	fsutil_rmtree(int dirfd, const char *name);
+/* mkdir -p of a relative path under dirfd, mode 0700. */
+int	fsutil_mkdirs(int dirfd, const char *path);
+/* Read a whole small file (<= max bytes) into a NUL-terminated malloc'd string. */
+char	*fsutil_read(int dirfd, const char *name, size_t max, size_t *len);
+
+#endif

@@ -1,0 +1,1078 @@
+/*
+ * http.c: the HTTP/1.1 server on the agent's unix socket.
+ *
+ * One struct http_conn per client.  Input is parsed with http_parser; when
+ * a message is complete the parser is paused, so pipelined requests wait
+ * in the input buffer until the current response is complete.  Output is
+ * queued in a per-connection buffer and written when the socket is
+ * writable.  Connections are freed from an idle watcher, never from inside
+ * a callback that may still hold a pointer to them.
+ */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <ctype.h>
+#include <limits.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "log.h"
+
+#define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
+
+#define HTTP_READ_CHUNK		(64 * 1024)
+#define HTTP_TICK		5.0
+
+static void	http_accept_cb(struct ev_loop *, ev_io *, int);
+static void	http_backoff_cb(struct ev_loop *, ev_timer *, int);
+static void	http_read_cb(struct ev_loop *, ev_io *, int);
+static void	http_write_cb(struct ev_loop *, ev_io *, int);
+static void	http_timer_cb(struct ev_loop *, ev_timer *, int);
+static void	http_closer_cb(struct ev_loop *, ev_idle *, int);
+static void	http_resume_cb(struct ev_loop *, ev_idle *, int);
+static void	http_conn_new(struct http_server *, int);
+static void	http_conn_close(struct http_conn *);
+static void	http_conn_watch(struct http_conn *);
+static int	http_conn_flush(struct http_conn *);
+static void	http_conn_process(struct http_conn *);
+static void	http_dispatch(struct http_conn *);
+static void	http_finish(struct http_conn *);
+static void	http_req_reset(struct http_req *);
+static int	http_head(struct http_conn *, int, const char *, const char *,
+		    long long);
+static void	http_bad_request(struct http_conn *);
+static int	http_route_match(const char *, const char *, struct http_req *);
+
+static int	on_message_begin(http_parser *);
+static int	on_url(http_parser *, const char *, size_t);
+static int	on_header_field(http_parser *, const char *, size_t);
+static int	on_header_value(http_parser *, const char *, size_t);
+static int	on_headers_complete(http_parser *);
+static int	on_body(http_parser *, const char *, size_t);
+static int	on_message_complete(http_parser *);
+
+static const http_parser_settings http_settings = {
+	.on_message_begin = on_message_begin,
+	.on_url = on_url,
+	.on_header_field = on_header_field,
+	.on_header_value = on_header_value,
+	.on_headers_complete = on_headers_complete,
+	.on_body = on_body,
+	.on_message_complete = on_message_complete,
+};
+
+static const char busy_reply[] =
+    "HTTP/1.1 503 Service Unavailable\r\n"
+    "Content-Type: application/json\r\n"
+    "Content-Length: 48\r\n"
+    "Connection: close\r\n\r\n"
+    "{\"error\":\"too many connections\",\"code\":\"busy\"}\n";
+
+/* ------------------------------------------------------------------ */
+/* Listening */
+
+/*
+ * Bind the unix socket.  A socket file left by a dead agent is removed;
+ * one that answers belongs to a live agent and is left alone (EADDRINUSE).
+ */
+int
+http_listen(struct http_server *srv, struct ev_loop *loop, const char *path,
+    const struct http_route *routes, void *ctx, int maxconns)
+{
+	struct sockaddr_un	 sun;
+	struct stat		 st;
+	mode_t			 old;
+	int			 fd, probe, saved;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			errno = EEXIST;
+			return -1;
+		}
+		if ((probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+			return -1;
+		if (connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+			close(probe);
+			errno = EADDRINUSE;
+			return -1;
+		}
+		close(probe);
+		if (unlink(path) == -1 && errno != ENOENT)
+			return -1;
+	}
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	/* The umask closes the window in which the socket would be 0755. */
+	old = umask(0177);
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		saved = errno;
+		umask(old);
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	umask(old);
+	if (chmod(path, 0600) == -1 || listen(fd, SOMAXCONN) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+
+	memset(srv, 0, sizeof(*srv));
+	srv->loop = loop;
+	srv->fd = fd;
+	srv->routes = routes;
+	srv->ctx = ctx;
+	srv->maxconns = maxconns;
+	ev_io_init(&srv->io, http_accept_cb, fd, EV_READ);
+	ev_io_start(loop, &srv->io);
+	ev_timer_init(&srv->backoff, http_backoff_cb, 0.1, 0.);
+	return 0;
+}
+
+void
+http_stop_accepting(struct http_server *srv)
+{
+	ev_io_stop(srv->loop, &srv->io);
+	ev_timer_stop(srv->loop, &srv->backoff);
+	if (srv->fd != -1)
+		close(srv->fd);
+	srv->fd = -1;
+}
+
+void
+http_close_all(struct http_server *srv)
+{
+	struct http_conn	*c, *next;
+
+	for (c = srv->conns; c != NULL; c = next) {
+		next = c->next;
+		http_conn_abort(c);
+	}
+}
+
+static void
+http_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct http_server	*srv = container_of(w, struct http_server, io);
+	int			 fd;
+
+	(void)revents;
+	for (;;) {
+		fd = accept4(srv->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/* Level-triggered: pause or we would spin. */
+				log_warn("event=accept_failed");
+				ev_io_stop(loop, &srv->io);
+				ev_timer_start(loop, &srv->backoff);
+			}
+			return;
+		}
+		if (srv->nconns >= srv->maxconns) {
+			(void)!write(fd, busy_reply, sizeof(busy_reply) - 1);
+			close(fd);
+			continue;
+		}
+		http_conn_new(srv, fd);
+	}
+}
+
+static void
+http_backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct http_server	*srv = container_of(w, struct http_server, backoff);
+
+	(void)revents;
+	if (srv->fd != -1)
+		ev_io_start(loop, &srv->io);
+}
+
+/* ------------------------------------------------------------------ */
+/* Connections */
+
+static void
+http_conn_new(struct http_server *srv, int fd)
+{
+	struct http_conn	*c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		close(fd);
+		return;
+	}
+	c->srv = srv;
+	c->fd = fd;
+	c->state = HC_READ;
+	c->last_io = ev_now(srv->loop);
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	ev_io_init(&c->rio, http_read_cb, fd, EV_READ);
+	ev_io_init(&c->wio, http_write_cb, fd, EV_WRITE);
+	ev_timer_init(&c->timer, http_timer_cb, HTTP_TICK, HTTP_TICK);
+	ev_idle_init(&c->closer, http_closer_cb);
+	ev_idle_init(&c->resume, http_resume_cb);
+	ev_io_start(srv->loop, &c->rio);
+	ev_timer_start(srv->loop, &c->timer);
+	c->next = srv->conns;
+	if (srv->conns != NULL)
+		srv->conns->prev = c;
+	srv->conns = c;
+	srv->nconns++;
+}
+
+/* Start or stop the read watcher for the connection's current needs. */
+static void
+http_conn_watch(struct http_conn *c)
+{
+	struct ev_loop	*loop = c->srv->loop;
+	bool		 want;
+
+	want = !c->dead && !c->read_paused && c->state != HC_CLOSING &&
+	    buf_avail(&c->in) < HTTP_MAX_HEAD + HTTP_READ_CHUNK;
+	if (want && !ev_is_active(&c->rio))
+		ev_io_start(loop, &c->rio);
+	else if (!want && ev_is_active(&c->rio))
+		ev_io_stop(loop, &c->rio);
+}
+
+/*
+ * Mark the connection dead and free it from an idle watcher: the caller
+ * (a handler, a follower) may still be on the stack with a pointer to it.
+ */
+void
+http_conn_abort(struct http_conn *c)
+{
+	struct ev_loop	*loop = c->srv->loop;
+
+	if (c->dead)
+		return;
+	c->dead = true;
+	ev_io_stop(loop, &c->rio);
+	ev_io_stop(loop, &c->wio);
+	ev_timer_stop(loop, &c->timer);
+	ev_idle_stop(loop, &c->resume);
+	ev_idle_start(loop, &c->closer);
+}
+
+static void
+http_closer_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct http_conn	*c = container_of(w, struct http_conn, closer);
+
+	(void)revents;
+	ev_idle_stop(loop, w);
+	http_conn_close(c);
+}
+
+static void
+http_conn_close(struct http_conn *c)
+{
+	struct http_server	*srv = c->srv;
+
+	if (c->on_close != NULL)
+		c->on_close(c, c->owner);
+	c->owner = NULL;
+	c->on_close = NULL;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		srv->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	srv->nconns--;
+	close(c->fd);
+	http_req_reset(&c->req);
+	buf_free(&c->req.url);
+	buf_free(&c->req.hdrs);
+	buf_free(&c->req.body);
+	buf_free(&c->req.pbuf);
+	buf_free(&c->in);
+	buf_free(&c->out);
+	free(c);
+}
+
+static void
+http_read_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct http_conn	*c = container_of(w, struct http_conn, rio);
+	char			*p;
+	ssize_t			 n;
+
+	(void)loop;
+	(void)revents;
+	if ((p = buf_reserve(&c->in, HTTP_READ_CHUNK)) == NULL) {
+		http_conn_abort(c);
+		return;
+	}
+	n = read(c->fd, p, HTTP_READ_CHUNK);
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		http_conn_abort(c);
+		return;
+	}
+	if (n == 0) {
+		/*
+		 * The client is gone (or half-closed: its complete requests
+		 * were parsed as they arrived).  A response in progress has
+		 * no reader left.
+		 */
+		if (c->state == HC_READ && buf_avail(&c->out) > 0) {
+			c->state = HC_CLOSING;
+			http_conn_watch(c);
+		} else
+			http_conn_abort(c);
+		return;
+	}
+	c->in.len += n;
+	c->last_io = ev_now(c->srv->loop);
+	http_conn_process(c);
+	if (!c->dead)
+		http_conn_watch(c);
+}
+
+static void
+http_write_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct http_conn	*c = container_of(w, struct http_conn, wio);
+
+	(void)loop;
+	(void)revents;
+	if (http_conn_flush(c) == -1)
+		return;
+	if (buf_avail(&c->out) == 0 && c->state == HC_STREAM &&
+	    c->on_drain != NULL)
+		c->on_drain(c, c->owner);
+}
+
+/* Write what the socket takes now; -1 if the connection died. */
+static int
+http_conn_flush(struct http_conn *c)
+{
+	ssize_t	n;
+
+	if (c->dead)
+		return -1;
+	while (buf_avail(&c->out) > 0) {
+		n = write(c->fd, buf_head(&c->out), buf_avail(&c->out));
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN) {
+				ev_io_start(c->srv->loop, &c->wio);
+				return 0;
+			}
+			http_conn_abort(c);
+			return -1;
+		}
+		buf_consume(&c->out, n);
+		c->last_io = ev_now(c->srv->loop);
+	}
+	ev_io_stop(c->srv->loop, &c->wio);
+	if (c->state == HC_CLOSING) {
+		http_conn_abort(c);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+http_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct http_conn	*c = container_of(w, struct http_conn, timer);
+	ev_tstamp		 idle = ev_now(loop) - c->last_io;
+
+	(void)revents;
+	if (buf_avail(&c->out) > 0 && idle > HTTP_STUCK_TIMEOUT) {
+		log_info("event=conn_dropped reason=stuck pending=%zu",
+		    buf_avail(&c->out));
+		http_conn_abort(c);
+	} else if (c->state == HC_READ && c->owner == NULL &&
+	    idle > HTTP_IDLE_TIMEOUT)
+		http_conn_abort(c);
+}
+
+size_t
+http_conn_pending(struct http_conn *c)
+{
+	return buf_avail(&c->out);
+}
+
+void
+http_conn_own(struct http_conn *c, void *owner,
+    void (*on_drain)(struct http_conn *, void *),
+    void (*on_close)(struct http_conn *, void *))
+{
+	c->owner = owner;
+	c->on_drain = on_drain;
+	c->on_close = on_close;
+}
+
+void
+http_conn_pause_read(struct http_conn *c)
+{
+	c->read_paused = true;
+	http_conn_watch(c);
+}
+
+void
+http_conn_resume_read(struct http_conn *c)
+{
+	if (!c->read_paused || c->dead)
+		return;
+	c->read_paused = false;
+	http_conn_watch(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Parsing */
+
+static void
+http_req_reset(struct http_req *r)
+{
+	buf_reset(&r->url);
+	buf_reset(&r->hdrs);
+	buf_reset(&r->body);
+	r->method = NULL;
+	r->path = r->query = NULL;
+	r->nparam = 0;
+	r->route = NULL;
+	r->nhdr = 0;
+	r->last_value = 0;
+	r->head_bytes = 0;
+	r->too_large = false;
+	r->body_error = 0;
+	r->keepalive = false;
+	r->chunked = false;
+}
+
+/*
+ * Feed buffered input to the parser until a request is complete (then
+ * dispatch it) or the input is used up.  Pipelined requests stay in the
+ * buffer while a response is in progress.
+ */
+static void
+http_conn_process(struct http_conn *c)
+{
+	size_t			 n;
+	enum http_errno		 err;
+
+	c->processing = true;
+	while (!c->dead && c->state == HC_READ && buf_avail(&c->in) > 0) {
+		n = http_parser_execute(&c->parser, &http_settings,
+		    buf_head(&c->in), buf_avail(&c->in));
+		buf_consume(&c->in, n);
+		err = HTTP_PARSER_ERRNO(&c->parser);
+		if (c->req.too_large) {
+			c->close_after = true;
+			c->state = HC_BUSY;
+			http_reply_error(c, 413, "too_large",
+			    "request head or body too large");
+			break;
+		}
+		if (err == HPE_PAUSED) {
+			http_parser_pause(&c->parser, 0);
+			http_dispatch(c);
+			continue;
+		}
+		if (err != HPE_OK) {
+			http_bad_request(c);
+			break;
+		}
+	}
+	c->processing = false;
+}
+
+static void
+http_bad_request(struct http_conn *c)
+{
+	enum http_errno	err = HTTP_PARSER_ERRNO(&c->parser);
+
+	c->close_after = true;
+	c->state = HC_BUSY;
+	if (err == HPE_HEADER_OVERFLOW)
+		http_reply_error(c, 413, "too_large", "request head too large");
+	else
+		http_reply_error(c, 400, "invalid_request",
+		    "malformed HTTP request: %s", http_errno_description(err));
+}
+
+static int
+on_message_begin(http_parser *p)
+{
+	struct http_conn	*c = p->data;
+
+	http_req_reset(&c->req);
+	return 0;
+}
+
+static int
+http_head_bytes(struct http_req *r, size_t len)
+{
+	r->head_bytes += len;
+	if (r->head_bytes > HTTP_MAX_HEAD) {
+		r->too_large = true;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+on_url(http_parser *p, const char *at, size_t len)
+{
+	struct http_conn	*c = p->data;
+
+	if (http_head_bytes(&c->req, len) == -1)
+		return -1;
+	return buf_add(&c->req.url, at, len);
+}
+
+static int
+on_header_field(http_parser *p, const char *at, size_t len)
+{
+	struct http_req	*r = &((struct http_conn *)p->data)->req;
+
+	if (http_head_bytes(r, len + 4) == -1)
+		return -1;
+	if (r->last_value || r->nhdr == 0) {
+		if (r->nhdr > 0 && buf_add(&r->hdrs, "", 1) == -1)
+			return -1;
+		if (r->nhdr == HTTP_MAX_HEADERS) {
+			r->too_large = true;
+			return -1;
+		}
+		r->nhdr++;
+		r->last_value = 0;
+	}
+	return buf_add(&r->hdrs, at, len);
+}
+
+static int
+on_header_value(http_parser *p, const char *at, size_t len)
+{
+	struct http_req	*r = &((struct http_conn *)p->data)->req;
+
+	if (http_head_bytes(r, len) == -1)
+		return -1;
+	if (!r->last_value) {
+		if (buf_add(&r->hdrs, "", 1) == -1)
+			return -1;
+		r->last_value = 1;
+	}
+	return buf_add(&r->hdrs, at, len);
+}
+
+/*
+ * The head is complete: split the URL, remove the bridge's
+ * /v1/sandbox/{id} prefix, and find the route, so that the body can be
+ * streamed to it or refused before it is read.
+ */
+static int
+on_headers_complete(http_parser *p)
+{
+	struct http_conn	*c = p->data;
+	struct http_req		*r = &c->req;
+	const struct http_route	*rt;
+	char			*path, *q, *rest;
+
+	if (r->nhdr > 0 && buf_add(&r->hdrs, "", 1) == -1)
+		return -1;
+	if (buf_add(&r->url, "", 1) == -1)
+		return -1;
+	r->method = http_method_str(p->method);
+	r->keepalive = http_should_keep_alive(p);
+	r->chunked = (p->flags & F_CHUNKED) != 0;
+
+	path = r->url.data;
+	if ((q = strchr(path, '?')) != NULL) {
+		*q = '\0';
+		r->query = q + 1;
+	}
+	if (strncmp(path, "/v1/sandbox/", 12) == 0) {
+		rest = strchr(path + 12, '/');
+		if (rest == NULL)
+			rest = path + strlen(path);
+		path = rest - 3;
+		memcpy(path, "/v1", 3);
+	}
+	r->path = path;
+	if (buf_reserve(&r->pbuf, strlen(path) + HTTP_MAX_PARAMS + 1) == NULL)
+		return -1;
+
+	for (rt = c->srv->routes; rt->method != NULL; rt++) {
+		if (http_route_match(rt->pattern, path, r) != 0)
+			continue;
+		if (r->route == NULL)
+			r->route = rt;		/* remembered for 405 */
+		if (strcmp(rt->method, r->method) == 0) {
+			r->route = rt;
+			break;
+		}
+	}
+	if (r->route != NULL && r->route->body == NULL &&
+	    p->content_length != ULLONG_MAX &&
+	    p->content_length > HTTP_MAX_BODY) {
+		r->too_large = true;
+		return -1;
+	}
+	return 0;
+}
+
+static int
+on_body(http_parser *p, const char *at, size_t len)
+{
+	struct http_conn	*c = p->data;
+	struct http_req		*r = &c->req;
+
+	if (r->route != NULL && r->route->body != NULL &&
+	    strcmp(r->route->method, r->method) == 0) {
+		r->route->body(c, r, at, len);
+		return 0;
+	}
+	if (r->body.len + len > HTTP_MAX_BODY) {
+		r->too_large = true;
+		return -1;
+	}
+	return buf_add(&r->body, at, len);
+}
+
+static int
+on_message_complete(http_parser *p)
+{
+	struct http_conn	*c = p->data;
+
+	if (buf_add(&c->req.body, "", 1) == -1)
+		return -1;
+	c->req.body.len--;
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+/*
+ * Match a path against a pattern: "{}" takes one non-empty segment, a
+ * final "*" takes the rest (possibly empty).  Captures point into path,
+ * which is split in place only after a full match.
+ */
+static int
+http_route_match(const char *pat, const char *path, struct http_req *r)
+{
+	const char	*p = path, *seg;
+	size_t		 starts[HTTP_MAX_PARAMS], lens[HTTP_MAX_PARAMS];
+	int		 n = 0, i;
+
+	while (*pat != '\0') {
+		if (pat[0] == '*' && pat[1] == '\0') {
+			if (n == HTTP_MAX_PARAMS)
+				return -1;
+			starts[n] = p - path;
+			lens[n++] = strlen(p);
+			p += strlen(p);
+			pat++;
+			break;
+		}
+		if (pat[0] == '{' && pat[1] == '}') {
+			seg = p;
+			while (*p != '\0' && *p != '/')
+				p++;
+			if (p == seg || n == HTTP_MAX_PARAMS)
+				return -1;
+			starts[n] = seg - path;
+			lens[n++] = p - seg;
+			pat += 2;
+			continue;
+		}
+		if (*pat != *p)
+			return -1;
+		pat++;
+		p++;
+	}
+	if (*p != '\0')
+		return -1;
+	/*
+	 * Captures are copied as C strings into pbuf, which the caller sized
+	 * for the whole path, so the pointers stay valid.
+	 */
+	buf_reset(&r->pbuf);
+	r->nparam = 0;
+	for (i = 0; i < n; i++) {
+		r->param[r->nparam++] = r->pbuf.data + r->pbuf.len;
+		memcpy(r->pbuf.data + r->pbuf.len, path + starts[i], lens[i]);
+		r->pbuf.len += lens[i];
+		r->pbuf.data[r->pbuf.len++] = '\0';
+	}
+	return 0;
+}
+
+static void
+http_dispatch(struct http_conn *c)
+{
+	struct http_req	*r = &c->req;
+
+	c->state = HC_BUSY;
+	c->dispatched = true;
+	if (!r->keepalive)
+		c->close_after = true;
+	if (r->route == NULL) {
+		http_reply_error(c, 404, "not_found", "no route for %s %s",
+		    r->method, r->path);
+		return;
+	}
+	if (strcmp(r->route->method, r->method) != 0) {
+		http_reply_error(c, 405, "method_not_allowed",
+		    "%s is not allowed on %s", r->method, r->path);
+		return;
+	}
+	r->route->handler(c, r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Request accessors */
+
+const char *
+http_header(struct http_req *r, const char *name)
+{
+	const char	*p = r->hdrs.data, *end = r->hdrs.data + r->hdrs.len;
+	const char	*value;
+
+	while (p != NULL && p < end) {
+		value = p + strlen(p) + 1;
+		if (value >= end)
+			break;
+		if (strcasecmp(p, name) == 0)
+			return value;
+		p = value + strlen(value) + 1;
+	}
+	return NULL;
+}
+
+static int
+http_hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	ch = tolower(ch);
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decode [s, s+n) into out (size cap), '+' as space. */
+static bool
+http_unescape(const char *s, size_t n, char *out, size_t cap)
+{
+	size_t	i, o = 0;
+	int	hi, lo;
+
+	for (i = 0; i < n; i++) {
+		if (o + 1 >= cap)
+			return false;
+		if (s[i] == '%' && i + 2 < n &&
+		    (hi = http_hexval(s[i + 1])) >= 0 &&
+		    (lo = http_hexval(s[i + 2])) >= 0) {
+			out[o++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else if (s[i] == '+')
+			out[o++] = ' ';
+		else
+			out[o++] = s[i];
+	}
+	out[o] = '\0';
+	return true;
+}
+
+bool
+http_query(struct http_req *r, const char *key, char *out, size_t n)
+{
+	const char	*p = r->query, *amp, *eq;
+	size_t		 klen = strlen(key);
+
+	while (p != NULL && *p != '\0') {
+		amp = strchr(p, '&');
+		if (amp == NULL)
+			amp = p + strlen(p);
+		eq = memchr(p, '=', amp - p);
+		if ((size_t)((eq ? eq : amp) - p) == klen &&
+		    strncmp(p, key, klen) == 0) {
+			if (eq == NULL) {
+				if (n > 0)
+					out[0] = '\0';
+				return n > 0;
+			}
+			return http_unescape(eq + 1, amp - eq - 1, out, n);
+		}
+		p = *amp ? amp + 1 : amp;
+	}
+	return false;
+}
+
+int
+http_query_bool(struct http_req *r, const char *key, int dflt)
+{
+	char	v[8];
+
+	if (!http_query(r, key, v, sizeof(v)))
+		return dflt;
+	if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || v[0] == '\0')
+		return 1;
+	if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0)
+		return 0;
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Responses */
+
+const char *
+http_status_text(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 410: return "Gone";
+	case 413: return "Payload Too Large";
+	case 416: return "Range Not Satisfiable";
+	case 422: return "Unprocessable Entity";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	default: return "Unknown";
+	}
+}
+
+static int
+http_head(struct http_conn *c, int status, const char *ctype,
+    const char *extra, long long len)
+{
+	struct buf	*o = &c->out;
+
+	if (buf_printf(o, "HTTP/1.1 %d %s\r\n", status,
+	    http_status_text(status)) == -1)
+		return -1;
+	if (ctype != NULL && buf_printf(o, "Content-Type: %s\r\n", ctype) == -1)
+		return -1;
+	if (len >= 0 && buf_printf(o, "Content-Length: %lld\r\n", len) == -1)
+		return -1;
+	if (extra != NULL && buf_addstr(o, extra) == -1)
+		return -1;
+	if (c->close_after && buf_addstr(o, "Connection: close\r\n") == -1)
+		return -1;
+	return buf_addstr(o, "\r\n");
+}
+
+/*
+ * The response is queued in full: release its owner, and either close or
+ * go on with the next (possibly already buffered) request.
+ */
+static void
+http_finish(struct http_conn *c)
+{
+	c->owner = NULL;
+	c->on_drain = NULL;
+	c->on_close = NULL;
+	if (c->close_after) {
+		c->state = HC_CLOSING;
+		(void)http_conn_flush(c);
+		return;
+	}
+	c->state = HC_READ;
+	if (http_conn_flush(c) == -1)
+		return;
+	/*
+	 * A response finished from outside the parse loop (a waiter, a
+	 * stream) resumes pipelined requests from the loop, not from the
+	 * caller's stack, which may be walking a list the next request
+	 * changes.
+	 */
+	if (!c->processing)
+		ev_idle_start(c->srv->loop, &c->resume);
+	http_conn_watch(c);
+}
+
+static void
+http_resume_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct http_conn	*c = container_of(w, struct http_conn, resume);
+
+	(void)revents;
+	ev_idle_stop(loop, w);
+	if (c->dead || c->state != HC_READ)
+		return;
+	http_conn_process(c);
+	if (!c->dead)
+		http_conn_watch(c);
+}
+
+void
+http_reply(struct http_conn *c, int status, const char *ctype,
+    const void *body, size_t len)
+{
+	if (c->dead || c->state != HC_BUSY)
+		return;
+	if (http_head(c, status, len || status != 204 ? ctype : NULL, NULL,
+	    status == 204 ? -1 : (long long)len) == -1 ||
+	    buf_add(&c->out, body, len) == -1) {
+		http_conn_abort(c);
+		return;
+	}
+	http_finish(c);
+}
+
+void
+http_reply_json(struct http_conn *c, int status, cJSON *j)
+{
+	char	*s;
+
+	s = j != NULL ? cJSON_PrintUnformatted(j) : NULL;
+	cJSON_Delete(j);
+	if (s == NULL) {
+		http_reply(c, 500, "application/json",
+		    "{\"error\":\"out of memory\",\"code\":\"internal\"}", 45);
+		return;
+	}
+	http_reply(c, status, "application/json", s, strlen(s));
+	free(s);
+}
+
+static cJSON *
+http_error_vobj(const char *code, const char *fmt, va_list ap)
+{
+	char	 msg[512];
+	cJSON	*j;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if ((j = cJSON_CreateObject()) == NULL)
+		return NULL;
+	cJSON_AddStringToObject(j, "error", msg);
+	cJSON_AddStringToObject(j, "code", code);
+	return j;
+}
+
+cJSON *
+http_error_obj(const char *code, const char *fmt, ...)
+{
+	va_list	 ap;
+	cJSON	*j;
+
+	va_start(ap, fmt);
+	j = http_error_vobj(code, fmt, ap);
+	va_end(ap);
+	return j;
+}
+
+void
+http_reply_error(struct http_conn *c, int status, const char *code,
+    const char *fmt, ...)
+{
+	va_list	 ap;
+	cJSON	*j;
+
+	va_start(ap, fmt);
+	j = http_error_vobj(code, fmt, ap);
+	va_end(ap);
+	http_reply_json(c, status, j);
+}
+
+int
+http_stream_begin(struct http_conn *c, int status, const char *ctype,
+    enum http_framing framing, const char *extra)
+{
+	if (c->dead || c->state != HC_BUSY)
+		return -1;
+	if (framing == HTTP_FRAME_CLOSE)
+		c->close_after = true;
+	c->chunked_out = framing == HTTP_FRAME_CHUNKED;
+	if (http_head(c, status, ctype, c->chunked_out ?
+	    "Transfer-Encoding: chunked\r\n" : NULL, -1) == -1 ||
+	    (extra != NULL && (c->out.len -= 2, buf_addstr(&c->out, extra) == -1 ||
+	    buf_addstr(&c->out, "\r\n") == -1))) {
+		http_conn_abort(c);
+		return -1;
+	}
+	c->state = HC_STREAM;
+	return http_conn_flush(c);
+}
+
+int
+http_stream_write(struct http_conn *c, const void *d, size_t n)
+{
+	if (c->dead || c->state != HC_STREAM)
+		return -1;
+	if (n == 0)
+		return 0;
+	if ((c->chunked_out && buf_printf(&c->out, "%zx\r\n", n) == -1) ||
+	    buf_add(&c->out, d, n) == -1 ||
+	    (c->chunked_out && buf_add(&c->out, "\r\n", 2) == -1)) {
+		http_conn_abort(c);
+		return -1;
+	}
+	return http_conn_flush(c);
+}
+
+void
+http_stream_end(struct http_conn *c)
+{
+	if (c->dead || c->state != HC_STREAM)
+		return;
+	if (c->chunked_out && buf_addstr(&c->out, "0\r\n\r\n") == -1) {
+		http_conn_abort(c);
+		return;
+	}
+	http_finish(c);
+}
+
+int
+http_sse_begin(struct http_conn *c)
+{
+	return http_stream_begin(c, 200, "text/event-stream", HTTP_FRAME_CLOSE,
+	    "Cache-Control: no-cache\r\n");
+}
+
+int
+http_sse_event(struct http_conn *c, const char *id, const char *json)
+{
+	if (c->dead || c->state != HC_STREAM)
+		return -1;
+	if ((id != NULL && buf_printf(&c->out, "id: %s\n", id) == -1) ||
+	    buf_printf(&c->out, "data: %s\n\n", json) == -1) {
+		http_conn_abort(c);
+		return -1;
+	}
+	return http_conn_flush(c);
+}
+
+int
+http_sse_comment(struct http_conn *c, const char *text)
+{
+	if (c->dead || c->state != HC_STREAM)
+		return -1;
+	if (buf_printf(&c->out, ": %s\n\n", text) == -1) {
+		http_conn_abort(c);
+		return -1;
+	}
+	return http_conn_flush(c);
+}

@@ -1,0 +1,996 @@
+/*
+ * proc.c: the process table.
+ *
+ * A process is launched in its own session and process group, with its
+ * output on pipes that the agent drains into the record's logstore
+ * whether or not anyone reads.  The agent's one reap loop hands every
+ * reaped pid to proc_reaped(); a record stays "running" until its root
+ * was reaped and no member of its group is left (the group has settled).
+ */
+#include <linux/close_range.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "fsutil.h"
+#include "log.h"
+#include "http.h"
+#include "proc.h"
+
+#define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
+
+#define PROC_DRAIN_ROUNDS	16	/* chunks per wakeup before yielding */
+#define PROC_SETTLE_POLL	0.1	/* s */
+
+extern char **environ;
+
+static const char *const proc_streams[LS_NSTREAMS] = { "stdout", "stderr" };
+
+static void	proc_out_cb(struct ev_loop *, ev_io *, int);
+static void	proc_in_cb(struct ev_loop *, ev_io *, int);
+static void	proc_timeout_cb(struct ev_loop *, ev_timer *, int);
+static void	proc_grace_cb(struct ev_loop *, ev_timer *, int);
+static void	proc_settle_cb(struct ev_loop *, ev_timer *, int);
+static void	proc_drain(struct proc *, int, int);
+static void	proc_check_settled(struct proc *);
+static void	proc_settle(struct proc *);
+static void	proc_notify(struct proc *, enum proc_event);
+static void	proc_write_status(struct proc *, bool);
+static int	proc_write_meta(struct proc *, const struct proc_opts *);
+static void	proc_free(struct proc *);
+static void	proc_trim_exited(struct proctab *);
+static void	proc_stdin_flush(struct proc *);
+static void	proc_stdin_close(struct proc *);
+static char	**proc_envp(struct proctab *, char **);
+static _Noreturn void proc_child(const struct proc_opts *, struct proctab *,
+		    char **, int, int, int, int);
+
+/* ------------------------------------------------------------------ */
+/* The table */
+
+int
+proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
+    int statefd, int procsfd)
+{
+	char	*s;
+	size_t	 n = 0, i, k = 0;
+	int	 adj = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->loop = loop;
+	snprintf(t->boot, sizeof(t->boot), "%s", boot);
+	t->statefd = statefd;
+	t->procsfd = procsfd;
+	t->maxlive = PROC_MAX_LIVE;
+	t->keep_exited = PROC_KEEP_EXITED;
+	t->maxlog = LOG_MAX_BYTES;
+
+	/* The base environment: the agent's, without its own TEND_* knobs. */
+	while (environ[n] != NULL)
+		n++;
+	if ((t->baseenv = calloc(n + 1, sizeof(char *))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++)
+		if (strncmp(environ[i], "TEND_", 5) != 0)
+			t->baseenv[k++] = environ[i];
+
+	/*
+	 * Under memory pressure the kernel should pick a child, never the
+	 * agent: lower our own score where allowed, raise the children's.
+	 */
+	(void)fsutil_write_atomic(AT_FDCWD, "/proc/self/oom_score_adj", "-500",
+	    4, false);
+	if ((s = fsutil_read(AT_FDCWD, "/proc/self/oom_score_adj", 16,
+	    NULL)) != NULL) {
+		adj = atoi(s);
+		free(s);
+	}
+	t->child_oom = adj < 0 ? 0 : (adj + 100 > 1000 ? 1000 : adj + 100);
+	return 0;
+}
+
+void
+proctab_free(struct proctab *t)
+{
+	struct proc	*p, *next;
+
+	for (p = t->head; p != NULL; p = next) {
+		next = p->next;
+		proc_free(p);
+	}
+	free(t->baseenv);
+	t->baseenv = NULL;
+}
+
+bool
+proc_id_valid(const char *id)
+{
+	size_t	i;
+
+	if (!((id[0] >= 'A' && id[0] <= 'Z') || (id[0] >= 'a' && id[0] <= 'z') ||
+	    (id[0] >= '0' && id[0] <= '9')))
+		return false;
+	for (i = 1; id[i] != '\0'; i++) {
+		if (i >= PROC_ID_MAX)
+			return false;
+		if (!((id[i] >= 'A' && id[i] <= 'Z') ||
+		    (id[i] >= 'a' && id[i] <= 'z') ||
+		    (id[i] >= '0' && id[i] <= '9') ||
+		    id[i] == '.' || id[i] == '_' || id[i] == '-'))
+			return false;
+	}
+	return true;
+}
+
+struct proc *
+proc_find(struct proctab *t, const char *id)
+{
+	struct proc	*p;
+
+	for (p = t->head; p != NULL; p = p->next)
+		if (strcmp(p->id, id) == 0)
+			return p;
+	return NULL;
+}
+
+const char *
+proc_state_name(enum proc_state s)
+{
+	switch (s) {
+	case PROC_RUNNING:
+		return "running";
+	case PROC_EXITED:
+		return "exited";
+	default:
+		return "error";
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Launch */
+
+/*
+ * The child's environment: the base environment with the request's
+ * entries replacing those of the same name.
+ */
+static char **
+proc_envp(struct proctab *t, char **add)
+{
+	char	**envp;
+	size_t	  n = 0, m = 0, i, j, k = 0, len;
+
+	while (t->baseenv[n] != NULL)
+		n++;
+	while (add != NULL && add[m] != NULL)
+		m++;
+	if ((envp = calloc(n + m + 1, sizeof(char *))) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		len = strcspn(t->baseenv[i], "=");
+		for (j = 0; j < m; j++)
+			if (strncmp(add[j], t->baseenv[i], len) == 0 &&
+			    add[j][len] == '=')
+				break;
+		if (j == m)
+			envp[k++] = t->baseenv[i];
+	}
+	for (j = 0; j < m; j++)
+		envp[k++] = add[j];
+	return envp;
+}
+
+static void
+proc_gen_id(struct proctab *t, char *out, size_t n)
+{
+	unsigned char	r[6];
+	char		hex[13];
+
+	do {
+		arc4random_buf(r, sizeof(r));
+		codec_hex(hex, r, sizeof(r));
+		snprintf(out, n, "p%s", hex);
+	} while (proc_find(t, out) != NULL);
+}
+
+/*
+ * In the child, between fork and exec.  Only async-signal-safe calls
+ * until exec (initgroups is the documented exception: it reads the group
+ * database, which is safe after fork in a single-threaded parent).  A
+ * failure is reported through errfd as an errno, then _exit(127).
+ */
+static _Noreturn void
+proc_child(const struct proc_opts *o, struct proctab *t, char **envp,
+    int in, int out, int err, int errfd)
+{
+	struct sigaction	sa;
+	sigset_t		all;
+	char			adj[16];
+	int			sig, e, fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (sig = 1; sig < NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+
+	if (setsid() == -1)
+		goto fail;
+	if ((fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)) != -1) {
+		snprintf(adj, sizeof(adj), "%d", t->child_oom);
+		(void)!write(fd, adj, strlen(adj));
+		close(fd);
+	}
+	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
+		goto fail;
+	/* Every other fd of the agent is closed at exec; errfd is too. */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == -1)
+		for (fd = 3; fd < 4096; fd++)
+			if (fd != errfd)
+				close(fd);
+	if (o->cwd != NULL && chdir(o->cwd) == -1)
+		goto fail;
+	if (o->has_user) {
+		if (initgroups(o->user, o->gid) == -1 &&
+		    setgroups(0, NULL) == -1)
+			goto fail;
+		if (setgid(o->gid) == -1 || setuid(o->uid) == -1)
+			goto fail;
+	}
+	environ = envp;
+	execvp(o->argv[0], o->argv);
+fail:
+	e = errno;
+	(void)!write(errfd, &e, sizeof(e));
+	_exit(127);
+}
+
+static int
+proc_pipe(int fds[2], int parent_end)
+{
+	if (pipe2(fds, O_CLOEXEC) == -1)
+		return -1;
+	/* Only the agent's end is non-blocking: the child sees a plain pipe. */
+	if (fcntl(fds[parent_end], F_SETFL, O_NONBLOCK) == -1) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	return 0;
+}
+
+static char **
+proc_strvdup(char **v)
+{
+	char	**d;
+	size_t	  n = 0, i;
+
+	while (v[n] != NULL)
+		n++;
+	if ((d = calloc(n + 1, sizeof(char *))) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if ((d[i] = strdup(v[i])) == NULL)
+			return d;	/* freed by the caller's proc_free */
+	return d;
+}
+
+struct proc *
+proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
+    int *err)
+{
+	struct proc	*p;
+	char		 cwd[PATH_MAX], **envp = NULL;
+	int		 opipe[2] = { -1, -1 }, epipe[2] = { -1, -1 };
+	int		 ipipe[2] = { -1, -1 }, xpipe[2] = { -1, -1 };
+	int		 nullfd = -1, childerr, i;
+	sigset_t	 all, old;
+	ssize_t		 n;
+	pid_t		 pid;
+
+	*spawn_failed = false;
+	*err = 0;
+	if (o->id != NULL && proc_find(t, o->id) != NULL) {
+		*err = EEXIST;
+		return NULL;
+	}
+	if (t->nlive >= t->maxlive) {
+		*err = EAGAIN;
+		return NULL;
+	}
+	if ((p = calloc(1, sizeof(*p))) == NULL) {
+		*err = errno;
+		return NULL;
+	}
+	p->tab = t;
+	p->dirfd = -1;
+	p->in = -1;
+	p->out[0] = p->out[1] = -1;
+	p->ls.fd[0] = p->ls.fd[1] = p->ls.idxfd = -1;
+	if (o->id != NULL)
+		snprintf(p->id, sizeof(p->id), "%s", o->id);
+	else
+		proc_gen_id(t, p->id, sizeof(p->id));
+	p->grace_s = o->grace_s;
+	p->stdin_pipe = o->stdin_pipe;
+	if ((p->argv = proc_strvdup(o->argv)) == NULL)
+		goto fail;
+	if (o->cwd != NULL)
+		p->cwd = strdup(o->cwd);
+	else
+		p->cwd = strdup(getcwd(cwd, sizeof(cwd)) ? cwd : "/");
+	p->tags = o->tags ? cJSON_Duplicate(o->tags, 1) : cJSON_CreateObject();
+	if (p->cwd == NULL || p->tags == NULL)
+		goto fail;
+
+	if (mkdirat(t->procsfd, p->id, 0700) == -1 && errno != EEXIST)
+		goto fail;
+	if ((p->dirfd = openat(t->procsfd, p->id,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		goto fail;
+	if (logstore_create(&p->ls, p->dirfd, LS_NSTREAMS, proc_streams,
+	    o->maxlog ? o->maxlog : t->maxlog) == -1)
+		goto fail;
+
+	if (proc_pipe(opipe, 0) == -1 || proc_pipe(epipe, 0) == -1 ||
+	    pipe2(xpipe, O_CLOEXEC) == -1)
+		goto fail;
+	if (o->stdin_pipe) {
+		if (proc_pipe(ipipe, 1) == -1)
+			goto fail;
+	} else if ((nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
+		goto fail;
+	if ((envp = proc_envp(t, o->env)) == NULL)
+		goto fail;
+
+	/*
+	 * Signals are blocked across fork so that no handler of the agent
+	 * runs in the child before it resets them.
+	 */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0)
+		proc_child(o, t, envp, o->stdin_pipe ? ipipe[0] : nullfd,
+		    opipe[1], epipe[1], xpipe[1]);
+	*err = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	free(envp);
+	envp = NULL;
+	if (pid == -1) {
+		if (*err == EAGAIN || *err == ENOMEM)
+			*err = EAGAIN;
+		goto fail_keep_err;
+	}
+
+	close(xpipe[1]);
+	xpipe[1] = -1;
+	/* EOF: exec succeeded (the pipe is close-on-exec). */
+	do
+		n = read(xpipe[0], &childerr, sizeof(childerr));
+	while (n == -1 && errno == EINTR);
+	if (n == (ssize_t)sizeof(childerr)) {
+		*spawn_failed = true;
+		*err = childerr;
+		goto fail_keep_err;	/* the reap loop collects the child */
+	}
+
+	p->pid = pid;
+	p->started_ms = codec_now_ms();
+	p->state = PROC_RUNNING;
+	p->out[0] = opipe[0];
+	p->out[1] = epipe[0];
+	close(opipe[1]);
+	close(epipe[1]);
+	close(xpipe[0]);
+	if (nullfd != -1)
+		close(nullfd);
+	if (o->stdin_pipe) {
+		close(ipipe[0]);
+		p->in = ipipe[1];
+		ev_io_init(&p->inio, proc_in_cb, p->in, EV_WRITE);
+	}
+	for (i = 0; i < LS_NSTREAMS; i++) {
+		ev_io_init(&p->outio[i], proc_out_cb, p->out[i], EV_READ);
+		p->outio[i].data = p;
+		ev_io_start(t->loop, &p->outio[i]);
+	}
+	ev_timer_init(&p->timeout, proc_timeout_cb, o->timeout_s, 0.);
+	ev_timer_init(&p->grace, proc_grace_cb, p->grace_s, 0.);
+	ev_timer_init(&p->settle, proc_settle_cb, PROC_SETTLE_POLL,
+	    PROC_SETTLE_POLL);
+	if (o->timeout_s > 0)
+		ev_timer_start(t->loop, &p->timeout);
+
+	p->prev = t->tail;
+	if (t->tail != NULL)
+		t->tail->next = p;
+	else
+		t->head = p;
+	t->tail = p;
+	t->nlive++;
+	t->started++;
+	if (proc_write_meta(p, o) == -1)
+		log_warn("event=meta_write_failed id=%s", p->id);
+	proc_write_status(p, false);
+	log_info("event=process_started id=%s pid=%d", p->id, (int)pid);
+	return p;
+
+fail:
+	*err = errno;
+fail_keep_err:
+	free(envp);
+	for (i = 0; i < 2; i++) {
+		if (opipe[i] != -1)
+			close(opipe[i]);
+		if (epipe[i] != -1)
+			close(epipe[i]);
+		if (ipipe[i] != -1)
+			close(ipipe[i]);
+		if (xpipe[i] != -1)
+			close(xpipe[i]);
+	}
+	if (nullfd != -1)
+		close(nullfd);
+	/* No record remains: the ID can be used again. */
+	if (p->dirfd != -1)
+		fsutil_rmtree(t->procsfd, p->id);
+	proc_free(p);
+	return NULL;
+}
+
+/*
+ * meta.json: how the process was launched.  The environment is recorded
+ * by name only: values may be secrets.
+ */
+static int
+proc_write_meta(struct proc *p, const struct proc_opts *o)
+{
+	char	 ts[TIME_MAX], *s;
+	cJSON	*j, *a;
+	size_t	 i;
+	int	 rc;
+
+	j = cJSON_CreateObject();
+	a = cJSON_AddArrayToObject(j, "argv");
+	for (i = 0; p->argv[i] != NULL; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(p->argv[i]));
+	cJSON_AddStringToObject(j, "cwd", p->cwd);
+	a = cJSON_AddArrayToObject(j, "env");
+	for (i = 0; o->env != NULL && o->env[i] != NULL; i++) {
+		char	name[256];
+
+		snprintf(name, sizeof(name), "%.*s",
+		    (int)strcspn(o->env[i], "="), o->env[i]);
+		cJSON_AddItemToArray(a, cJSON_CreateString(name));
+	}
+	if (o->user != NULL)
+		cJSON_AddStringToObject(j, "user", o->user);
+	else
+		cJSON_AddNullToObject(j, "user");
+	a = cJSON_AddObjectToObject(j, "options");
+	cJSON_AddStringToObject(a, "stdin", o->stdin_pipe ? "pipe" : "null");
+	if (o->timeout_s > 0)
+		cJSON_AddNumberToObject(a, "timeout", o->timeout_s * 1000);
+	cJSON_AddNumberToObject(a, "killGrace", o->grace_s * 1000);
+	cJSON_AddNumberToObject(a, "maxLogBytes", (double)p->ls.maxbytes);
+	cJSON_AddItemToObject(j, "tags", cJSON_Duplicate(p->tags, 1));
+	codec_time(ts, p->started_ms);
+	cJSON_AddStringToObject(j, "created_at", ts);
+	cJSON_AddStringToObject(j, "bootId", p->tab->boot);
+	s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (s == NULL)
+		return -1;
+	rc = fsutil_write_atomic(p->dirfd, "meta.json", s, strlen(s), false);
+	free(s);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Output */
+
+static void
+proc_out_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct proc	*p = w->data;
+
+	(void)loop;
+	(void)revents;
+	proc_drain(p, w == &p->outio[0] ? 0 : 1, PROC_DRAIN_ROUNDS);
+}
+
+/*
+ * Move what the pipe holds into the store, at most `rounds` chunks (so
+ * that one chatty process does not starve the loop).  Followers are told
+ * once per call.
+ */
+static void
+proc_drain(struct proc *p, int s, int rounds)
+{
+	struct proctab	*t = p->tab;
+	uint64_t	 nrec = p->ls.nrec, end = p->ls.end[s];
+	uint64_t	 dropped = p->ls.dropped;
+	ssize_t		 n = -1;
+
+	while (p->out[s] != -1 && rounds-- > 0) {
+		n = logstore_drain(&p->ls, s, p->out[s]);
+		if (n > 0)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			break;
+		/* EOF, or a read error of the pipe: the stream is over. */
+		ev_io_stop(t->loop, &p->outio[s]);
+		close(p->out[s]);
+		p->out[s] = -1;
+	}
+	t->stored += p->ls.end[s] - end;
+	t->dropped += p->ls.dropped - dropped;
+	if (p->ls.nrec != nrec)
+		proc_notify(p, PROC_EV_OUTPUT);
+	if (n == 0 || (n == -1 && p->out[s] == -1)) {
+		if (proc_output_done(p)) {
+			if (p->state != PROC_RUNNING)
+				proc_write_status(p, true);
+			proc_notify(p, PROC_EV_EOF);
+		}
+	}
+}
+
+bool
+proc_output_done(struct proc *p)
+{
+	return p->out[0] == -1 && p->out[1] == -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Exit */
+
+void
+proc_reaped(struct proctab *t, pid_t pid, int wstatus)
+{
+	struct proc	*p, *next;
+
+	for (p = t->head; p != NULL; p = p->next)
+		if (p->pid == pid && !p->reaped && p->state == PROC_RUNNING)
+			break;
+	if (p != NULL) {
+		p->reaped = true;
+		if (WIFSIGNALED(wstatus)) {
+			p->sig = WTERMSIG(wstatus);
+			p->code = 128 + p->sig;
+		} else
+			p->code = WEXITSTATUS(wstatus);
+		ev_timer_stop(t->loop, &p->timeout);
+		log_info("event=process_exited id=%s pid=%d code=%d signal=%d",
+		    p->id, (int)pid, p->code, p->sig);
+		proc_notify(p, PROC_EV_EXIT);
+		proc_check_settled(p);
+		return;
+	}
+	/* An orphan: it may have been the last member of some group. */
+	t->orphans++;
+	for (p = t->head; p != NULL; p = next) {
+		next = p->next;
+		if (p->reaped && p->state == PROC_RUNNING)
+			proc_check_settled(p);
+	}
+}
+
+/*
+ * The group has settled when no process is left in it.  Members that are
+ * zombies still count until the reap loop collects them; members that are
+ * not our children are found by the poll timer.
+ */
+static void
+proc_check_settled(struct proc *p)
+{
+	if (kill(-p->pid, 0) == -1 && errno == ESRCH) {
+		proc_settle(p);
+		return;
+	}
+	if (!ev_is_active(&p->settle))
+		ev_timer_start(p->tab->loop, &p->settle);
+}
+
+static void
+proc_settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct proc	*p = container_of(w, struct proc, settle);
+
+	(void)loop;
+	(void)revents;
+	proc_check_settled(p);
+}
+
+static void
+proc_settle(struct proc *p)
+{
+	struct proctab	*t = p->tab;
+	int		 s;
+
+	ev_timer_stop(t->loop, &p->settle);
+	ev_timer_stop(t->loop, &p->timeout);
+	ev_timer_stop(t->loop, &p->grace);
+	/* What the pipes hold now belongs before the end. */
+	for (s = 0; s < LS_NSTREAMS; s++)
+		proc_drain(p, s, INT_MAX);
+	proc_stdin_close(p);
+	p->state = PROC_EXITED;
+	p->ended_ms = codec_now_ms();
+	t->nlive--;
+	t->nexited++;
+	t->exited++;
+	proc_write_status(p, true);
+	proc_notify(p, PROC_EV_END);
+	proc_trim_exited(t);
+}
+
+static void
+proc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct proc	*p = container_of(w, struct proc, timeout);
+
+	(void)revents;
+	p->timed_out = true;
+	log_info("event=process_timeout id=%s pid=%d", p->id, (int)p->pid);
+	(void)kill(-p->pid, SIGTERM);
+	ev_timer_start(loop, &p->grace);
+}
+
+static void
+proc_grace_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct proc	*p = container_of(w, struct proc, grace);
+
+	(void)loop;
+	(void)revents;
+	(void)kill(-p->pid, SIGKILL);
+}
+
+int
+proc_kill(struct proc *p, int sig, bool group)
+{
+	if (p->state != PROC_RUNNING) {
+		errno = ESRCH;
+		return -1;
+	}
+	if (group)
+		return kill(-p->pid, sig);
+	if (p->reaped) {
+		errno = ESRCH;
+		return -1;
+	}
+	return kill(p->pid, sig);
+}
+
+/* Keep at most keep_exited ended records: the oldest go first. */
+static void
+proc_trim_exited(struct proctab *t)
+{
+	struct proc	*p, *next;
+
+	for (p = t->head; p != NULL && t->nexited > t->keep_exited; p = next) {
+		next = p->next;
+		if (p->state != PROC_RUNNING)
+			proc_delete(p);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Stdin */
+
+int
+proc_stdin(struct proc *p, const void *d, size_t n, bool close_after)
+{
+	if (p->in == -1) {
+		errno = EPIPE;
+		return -1;
+	}
+	if (buf_add(&p->inbuf, d, n) == -1)
+		return -1;
+	if (close_after)
+		p->in_close = true;
+	proc_stdin_flush(p);
+	return 0;
+}
+
+static void
+proc_stdin_flush(struct proc *p)
+{
+	ssize_t	n;
+
+	while (p->in != -1 && buf_avail(&p->inbuf) > 0) {
+		n = write(p->in, buf_head(&p->inbuf), buf_avail(&p->inbuf));
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN) {
+			ev_io_start(p->tab->loop, &p->inio);
+			return;
+		}
+		if (n == -1) {
+			/* EPIPE: the reader is gone; what is left is moot. */
+			proc_stdin_close(p);
+			return;
+		}
+		buf_consume(&p->inbuf, n);
+	}
+	if (p->in != -1)
+		ev_io_stop(p->tab->loop, &p->inio);
+	if (p->in != -1 && p->in_close)
+		proc_stdin_close(p);
+}
+
+static void
+proc_in_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct proc	*p = container_of(w, struct proc, inio);
+
+	(void)loop;
+	(void)revents;
+	proc_stdin_flush(p);
+	if (buf_avail(&p->inbuf) < PROC_STDIN_HIGH / 2)
+		proc_stdin_release(p);
+}
+
+static void
+proc_stdin_conn_closed(struct http_conn *c, void *owner)
+{
+	struct proc	*p = owner;
+
+	(void)c;
+	p->in_writer = NULL;
+}
+
+void
+proc_stdin_hold(struct proc *p, struct http_conn *c)
+{
+	if (p->in_writer != NULL)
+		return;
+	p->in_writer = c;
+	http_conn_own(c, p, NULL, proc_stdin_conn_closed);
+	http_conn_pause_read(c);
+}
+
+void
+proc_stdin_release(struct proc *p)
+{
+	struct http_conn	*c = p->in_writer;
+
+	if (c == NULL)
+		return;
+	p->in_writer = NULL;
+	http_conn_own(c, NULL, NULL, NULL);
+	http_conn_resume_read(c);
+}
+
+static void
+proc_stdin_close(struct proc *p)
+{
+	if (p->in != -1) {
+		ev_io_stop(p->tab->loop, &p->inio);
+		close(p->in);
+		p->in = -1;
+	}
+	p->stdin_closed = true;
+	buf_free(&p->inbuf);
+	proc_stdin_release(p);
+}
+
+/* ------------------------------------------------------------------ */
+/* Status */
+
+cJSON *
+proc_status_json(struct proc *p)
+{
+	char	 ts[TIME_MAX];
+	cJSON	*j, *a, *e;
+	size_t	 i;
+
+	if ((j = cJSON_CreateObject()) == NULL)
+		return NULL;
+	cJSON_AddStringToObject(j, "id", p->id);
+	cJSON_AddNumberToObject(j, "pid", p->pid);
+	a = cJSON_AddArrayToObject(j, "command");
+	for (i = 0; p->argv[i] != NULL; i++)
+		cJSON_AddItemToArray(a, cJSON_CreateString(p->argv[i]));
+	cJSON_AddStringToObject(j, "cwd", p->cwd);
+	codec_time(ts, p->started_ms);
+	cJSON_AddStringToObject(j, "startedAt", ts);
+	cJSON_AddStringToObject(j, "state", proc_state_name(p->state));
+	if (p->state == PROC_EXITED) {
+		e = cJSON_AddObjectToObject(j, "exit");
+		cJSON_AddNumberToObject(e, "code", p->code);
+		if (p->sig)
+			cJSON_AddNumberToObject(e, "signal", p->sig);
+		else
+			cJSON_AddNullToObject(e, "signal");
+		cJSON_AddBoolToObject(e, "timedOut", p->timed_out);
+		codec_time(ts, p->ended_ms);
+		cJSON_AddStringToObject(j, "endedAt", ts);
+	}
+	cJSON_AddStringToObject(j, "bootId", p->tab->boot);
+	cJSON_AddNumberToObject(j, "stdoutBytes", (double)p->ls.end[LS_STDOUT]);
+	cJSON_AddNumberToObject(j, "stderrBytes", (double)p->ls.end[LS_STDERR]);
+	cJSON_AddNumberToObject(j, "droppedBytes", (double)p->ls.dropped);
+	cJSON_AddItemToObject(j, "tags", cJSON_Duplicate(p->tags, 1));
+	return j;
+}
+
+/*
+ * status.json is replaced atomically.  Only a final status is fsynced:
+ * a record found "running" after a crash becomes "lost" either way.
+ */
+static void
+proc_write_status(struct proc *p, bool final)
+{
+	cJSON	*j;
+	char	*s;
+
+	if ((j = proc_status_json(p)) == NULL)
+		return;
+	s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (s == NULL || fsutil_write_atomic(p->dirfd, "status.json", s,
+	    strlen(s), final) == -1)
+		log_warn("event=status_write_failed id=%s", p->id);
+	free(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Watchers */
+
+void
+proc_watch_add(struct proc *p, struct proc_watch *w,
+    void (*fn)(struct proc_watch *, enum proc_event))
+{
+	w->proc = p;
+	w->fn = fn;
+	w->prev = NULL;
+	w->next = p->watchers;
+	if (p->watchers != NULL)
+		p->watchers->prev = w;
+	p->watchers = w;
+}
+
+void
+proc_watch_del(struct proc_watch *w)
+{
+	struct proc	*p = w->proc;
+
+	if (p == NULL)
+		return;
+	if (w->prev != NULL)
+		w->prev->next = w->next;
+	else
+		p->watchers = w->next;
+	if (w->next != NULL)
+		w->next->prev = w->prev;
+	w->next = w->prev = NULL;
+	w->proc = NULL;
+}
+
+/*
+ * Tell every watcher.  A watcher may remove itself (or be removed) in its
+ * callback, so the next one is looked up again by walking from a marker
+ * that is safe: we restart from the head and skip those already told.
+ */
+static void
+proc_notify(struct proc *p, enum proc_event ev)
+{
+	struct proc_watch	*w, *next;
+
+	for (w = p->watchers; w != NULL; w = next) {
+		next = w->next;
+		w->fn(w, ev);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Removal */
+
+void
+proc_delete(struct proc *p)
+{
+	struct proctab	*t = p->tab;
+
+	while (p->watchers != NULL) {
+		struct proc_watch	*w = p->watchers;
+
+		proc_watch_del(w);
+		w->proc = p;	/* still named, for the callback */
+		w->fn(w, PROC_EV_GONE);
+		w->proc = NULL;
+	}
+	if (p->state == PROC_RUNNING)
+		t->nlive--;
+	else
+		t->nexited--;
+	if (p->prev != NULL)
+		p->prev->next = p->next;
+	else
+		t->head = p->next;
+	if (p->next != NULL)
+		p->next->prev = p->prev;
+	else
+		t->tail = p->prev;
+	if (fsutil_rmtree(t->procsfd, p->id) == -1)
+		log_warn("event=record_remove_failed id=%s", p->id);
+	log_info("event=process_removed id=%s", p->id);
+	proc_free(p);
+}
+
+static void
+proc_free(struct proc *p)
+{
+	struct ev_loop	*loop = p->tab->loop;
+	size_t		 i;
+	int		 s;
+
+	for (s = 0; s < LS_NSTREAMS; s++) {
+		if (p->out[s] != -1) {
+			ev_io_stop(loop, &p->outio[s]);
+			close(p->out[s]);
+		}
+	}
+	if (p->in != -1) {
+		ev_io_stop(loop, &p->inio);
+		close(p->in);
+	}
+	proc_stdin_release(p);
+	if (p->pid > 0) {
+		ev_timer_stop(loop, &p->timeout);
+		ev_timer_stop(loop, &p->grace);
+		ev_timer_stop(loop, &p->settle);
+	}
+	logstore_close(&p->ls);
+	if (p->dirfd != -1)
+		close(p->dirfd);
+	for (i = 0; p->argv != NULL && p->argv[i] != NULL; i++)
+		free(p->argv[i]);
+	free(p->argv);
+	free(p->cwd);
+	cJSON_Delete(p->tags);
+	buf_free(&p->inbuf);
+	free(p);
+}
+
+/* ------------------------------------------------------------------ */
+/* Shutdown */
+
+void
+proctab_signal_all(struct proctab *t, int sig)
+{
+	struct proc	*p;
+
+	for (p = t->head; p != NULL; p = p->next)
+		if (p->state == PROC_RUNNING)
+			(void)kill(-p->pid, sig);
+}
+
+/*
+ * At shutdown every group was killed and reaped: settle what is left
+ * (a member we could not see end) so that each record has a final status.
+ */
+void
+proctab_finalize(struct proctab *t)
+{
+	struct proc	*p, *next;
+
+	for (p = t->head; p != NULL; p = next) {
+		next = p->next;
+		if (p->state == PROC_RUNNING && p->reaped)
+			proc_settle(p);
+	}
+}

@@ -1,0 +1,155 @@
+/*
+ * proc: the process table.  Each launched process is a record in the
+ * current boot's directory (boots/<boot>/procs/<id>/) and a struct proc in
+ * memory: its pipes, its timers, its stored output and who waits on it.
+ */
+#ifndef TEND_PROC_H
+#define TEND_PROC_H
+
+#include <sys/types.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <ev.h>
+#include <cjson/cJSON.h>
+
+#include "buf.h"
+#include "tunables.h"
+#include "logstore.h"
+
+struct http_conn;
+
+enum proc_state {
+	PROC_RUNNING,	/* root alive, or its group has not settled yet */
+	PROC_EXITED,	/* root reaped and no member of its group left */
+	PROC_ERROR	/* lost: its boot ended before a final status */
+};
+
+/* What a watcher is told. */
+enum proc_event {
+	PROC_EV_OUTPUT,	/* new index records */
+	PROC_EV_EXIT,	/* the root was reaped */
+	PROC_EV_END,	/* the group settled (state left running) */
+	PROC_EV_EOF,	/* both output pipes reached EOF */
+	PROC_EV_GONE	/* the record is being removed: unlink now */
+};
+
+/*
+ * A party interested in one process (a waiter, a follower): embedded in
+ * its owner, recovered with container_of in fn.
+ */
+struct proc_watch {
+	struct proc_watch	*next, *prev;
+	struct proc		*proc;
+	void			(*fn)(struct proc_watch *, enum proc_event);
+};
+
+struct proc {
+	struct proc	*next, *prev;
+	char		 id[PROC_ID_MAX + 1];
+	struct proctab	*tab;
+	pid_t		 pid;		/* root; also the process group */
+	enum proc_state	 state;
+	char		**argv;
+	char		*cwd;
+	cJSON		*tags;
+	int64_t		 started_ms, ended_ms;
+	bool		 reaped;	/* the root's status is known */
+	int		 code;		/* exit code, 128+N when signalled */
+	int		 sig;		/* 0 when not signalled */
+	bool		 timed_out;
+	int		 dirfd;
+	struct logstore	 ls;
+	int		 out[LS_NSTREAMS];	/* pipe read ends, -1 at EOF */
+	ev_io		 outio[LS_NSTREAMS];
+	int		 in;		/* stdin pipe, -1 when none or closed */
+	bool		 stdin_pipe;	/* launched with stdin:"pipe" */
+	bool		 stdin_closed;
+	bool		 in_close;	/* close once inbuf is written */
+	struct buf	 inbuf;
+	ev_io		 inio;
+	struct http_conn *in_writer;	/* paused stdin request, if any */
+	ev_timer	 timeout;	/* -> TERM the group */
+	ev_timer	 grace;		/* -> KILL the group */
+	ev_timer	 settle;	/* polls for group members left */
+	double		 grace_s;
+	struct proc_watch *watchers;
+};
+
+struct proc_opts {
+	char		**argv;		/* NULL-terminated */
+	const char	*cwd;
+	char		**env;		/* "K=V", NULL-terminated, or NULL */
+	const char	*id;		/* NULL: generated */
+	bool		 stdin_pipe;
+	double		 timeout_s;	/* 0: none */
+	double		 grace_s;
+	bool		 has_user;
+	uid_t		 uid;
+	gid_t		 gid;
+	const char	*user;		/* as given, and the name for initgroups */
+	uint64_t	 maxlog;
+	cJSON		*tags;		/* copied */
+};
+
+struct proctab {
+	struct ev_loop	*loop;
+	char		 boot[33];
+	int		 statefd;	/* state dir */
+	int		 procsfd;	/* boots/<boot>/procs */
+	struct proc	*head, *tail;	/* launch order */
+	int		 nlive;		/* not yet exited */
+	int		 nexited;
+	int		 maxlive;
+	int		 keep_exited;
+	uint64_t	 maxlog;
+	char		**baseenv;	/* agent env without TEND_* */
+	int		 child_oom;	/* oom_score_adj for children */
+	/* metrics */
+	uint64_t	 started, exited, orphans, stored, dropped;
+};
+
+int	proctab_init(struct proctab *, struct ev_loop *, const char *boot,
+	    int statefd, int procsfd);
+void	proctab_free(struct proctab *);
+
+/*
+ * Launch.  Returns the record, or NULL with *err set: the errno of a failed
+ * exec or chdir (then *spawn_failed is true), EEXIST for a taken ID,
+ * EAGAIN when busy, or another errno.
+ */
+struct proc *proc_spawn(struct proctab *, const struct proc_opts *,
+	    bool *spawn_failed, int *err);
+
+struct proc *proc_find(struct proctab *, const char *id);
+/* A pid reaped by the agent's one reap loop: records it if ours. */
+void	proc_reaped(struct proctab *, pid_t, int wstatus);
+/* Signal the group (or the root alone).  -1 and errno. */
+int	proc_kill(struct proc *, int sig, bool group);
+/* Queue bytes for stdin; close after them if close is set. */
+int	proc_stdin(struct proc *, const void *, size_t, bool close);
+/*
+ * A stdin request whose data fills the buffer is held (its reading
+ * paused) until the process has taken half of it.
+ */
+void	proc_stdin_hold(struct proc *, struct http_conn *);
+void	proc_stdin_release(struct proc *);
+/* Remove the record and its files; the process must have ended. */
+void	proc_delete(struct proc *);
+/* TERM (or sig) every live group, for shutdown. */
+void	proctab_signal_all(struct proctab *, int sig);
+/* Write a final status for every record (shutdown). */
+void	proctab_finalize(struct proctab *);
+
+cJSON	*proc_status_json(struct proc *);
+const char *proc_state_name(enum proc_state);
+
+void	proc_watch_add(struct proc *, struct proc_watch *,
+	    void (*)(struct proc_watch *, enum proc_event));
+void	proc_watch_del(struct proc_watch *);
+/* Both pipes at EOF. */
+bool	proc_output_done(struct proc *);
+
+bool	proc_id_valid(const char *);
+
+#endif
