@@ -1,6 +1,786 @@
-/* placeholder, replaced below */
+/*
+ * logs.c: reading a process's stored output — the SSE log stream with
+ * cursors, the JSON poll, raw streams, exec, and metrics.
+ *
+ * A reader never holds output in memory beyond one chunk: the files are
+ * the buffer.  Each streaming reply is a `struct follower` that reads the
+ * index from its own cursor while its socket takes data, pauses when the
+ * connection's output passes HTTP_OUT_HIGH, and resumes on drain or when
+ * the process produced more.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "api.h"
-void logs_raw(struct http_conn *c, struct http_req *r) { (void)r; http_reply_error(c, 404, "not_found", "x"); }
-void logs_get(struct http_conn *c, struct http_req *r) { (void)r; http_reply_error(c, 404, "not_found", "x"); }
-void logs_exec(struct http_conn *c, struct http_req *r) { (void)r; http_reply_error(c, 404, "not_found", "x"); }
-void logs_metrics(struct http_conn *c, struct http_req *r) { (void)r; http_reply_error(c, 404, "not_found", "x"); }
+#include "codec.h"
+#include "cursor.h"
+#include "fsutil.h"
+#include "log.h"
+
+#define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
+
+enum follow_kind {
+	FK_SSE,		/* the bridge's log stream */
+	FK_RAW,		/* one stream's raw bytes, chunked */
+	FK_EXEC		/* exec's SSE: ends when the root has exited */
+};
+
+struct follower {
+	struct proc_watch	 w;	/* live process of this boot */
+	ev_timer		 beat;	/* SSE heartbeat */
+	struct http_conn	*c;
+	struct api		*api;
+	struct logstore		*ls;	/* &proc->ls, or &ro */
+	struct logstore		 ro;	/* an earlier boot's record */
+	cJSON			*final;	/* an earlier boot's status */
+	enum follow_kind	 kind;
+	int			 stream;	/* FK_RAW */
+	uint64_t		 seq;	/* last index record delivered */
+	uint64_t		 off;	/* FK_RAW: next offset */
+	bool			 follow;
+	bool			 done;
+	char			 boot[33];
+	char			 id[PROC_ID_MAX + 1];
+};
+
+static const char *const logs_streams[LS_NSTREAMS] = { "stdout", "stderr" };
+static char	logs_chunk[LOG_CHUNK];
+#define EXEC_PIECE	(sizeof(logs_chunk) / 3 * 3)
+
+static void	follower_pump(struct follower *);
+static void	follower_free(struct follower *);
+
+/* ------------------------------------------------------------------ */
+/* Opening what a request reads */
+
+/*
+ * The record a read request names: the live process of this boot, or an
+ * earlier boot's files opened read-only into f.  -1 after replying.
+ */
+static int
+logs_open(struct http_conn *c, struct http_req *r, struct follower *f,
+    struct proc **pp)
+{
+	char	 path[PROC_ID_MAX + 32], *s;
+	int	 procsfd, dfd;
+
+	*pp = NULL;
+	switch (api_pin(c, r, true, &procsfd)) {
+	case -1:
+		return -1;
+	case 0:
+		if ((*pp = api_proc(c, r)) == NULL)
+			return -1;
+		f->ls = &(*pp)->ls;
+		snprintf(f->boot, sizeof(f->boot), "%s", (*pp)->tab->boot);
+		snprintf(f->id, sizeof(f->id), "%s", (*pp)->id);
+		return 0;
+	}
+	dfd = proc_id_valid(r->param[0]) ? openat(procsfd, r->param[0],
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (dfd == -1 || logstore_open(&f->ro, dfd, LS_NSTREAMS,
+	    logs_streams) == -1) {
+		if (dfd != -1)
+			close(dfd);
+		close(procsfd);
+		http_reply_error(c, 404, "not_found", "no process '%.128s' in "
+		    "that boot", r->param[0]);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "status.json");
+	s = fsutil_read(dfd, path, 1 << 20, NULL);
+	f->final = s ? cJSON_Parse(s) : NULL;
+	free(s);
+	close(dfd);
+	close(procsfd);
+	f->ls = &f->ro;
+	snprintf(f->boot, sizeof(f->boot), "%s",
+	    http_header(r, "Tend-Boot") ? http_header(r, "Tend-Boot") : "");
+	if (f->boot[0] == '\0')
+		(void)http_query(r, "boot", f->boot, sizeof(f->boot));
+	snprintf(f->id, sizeof(f->id), "%s", r->param[0]);
+	return 0;
+}
+
+static struct follower *
+follower_new(struct http_conn *c)
+{
+	struct follower	*f;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		http_reply_error(c, 503, "busy", "out of memory");
+		return NULL;
+	}
+	f->c = c;
+	f->api = api_of(c);
+	f->ro.fd[0] = f->ro.fd[1] = f->ro.idxfd = -1;
+	return f;
+}
+
+/* Has the record ended, for this reader's purpose? */
+static bool
+follower_ended(struct follower *f)
+{
+	struct proc	*p = f->w.proc;
+
+	if (p == NULL)
+		return true;		/* an earlier boot's record */
+	if (f->kind == FK_EXEC)
+		return p->reaped;
+	if (p->state == PROC_RUNNING)
+		return false;
+	return proc_output_done(p) || !f->follow;
+}
+
+/* ------------------------------------------------------------------ */
+/* Event encoding */
+
+static void
+logs_event_head(struct buf *b, const char *type, const char *cursor,
+    int64_t ms)
+{
+	char	ts[TIME_MAX];
+
+	codec_time(ts, ms);
+	buf_printf(b, "{\"type\":\"%s\",\"cursor\":\"%s\",\"timestamp\":\"%s\"",
+	    type, cursor, ts);
+}
+
+/* The terminal event: exit (or error) of the live or stored record. */
+static int
+follower_terminal(struct follower *f)
+{
+	struct proc	*p = f->w.proc;
+	char		 cur[CURSOR_MAX];
+	cJSON		*j, *st;
+	char		*s;
+	int		 rc;
+
+	cursor_format(cur, f->boot, f->id, f->ls->nrec);
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "type", "terminal");
+	if (p != NULL) {
+		st = proc_status_json(p);
+		if (p->state == PROC_RUNNING) {
+			/* exec: the root has exited, the group may linger. */
+			cJSON *e = cJSON_CreateObject();
+			cJSON_AddNumberToObject(e, "code", p->code);
+			if (p->sig)
+				cJSON_AddNumberToObject(e, "signal", p->sig);
+			else
+				cJSON_AddNullToObject(e, "signal");
+			cJSON_AddBoolToObject(e, "timedOut", p->timed_out);
+			cJSON_AddItemToObject(st, "exit", e);
+			cJSON_ReplaceItemInObject(st, "state",
+			    cJSON_CreateString("exited"));
+		}
+	} else
+		st = f->final ? cJSON_Duplicate(f->final, 1) : NULL;
+	if (st != NULL) {
+		cJSON *x;
+
+		x = cJSON_GetObjectItemCaseSensitive(st, "state");
+		cJSON_AddItemToObject(j, "state", x ? cJSON_Duplicate(x, 1) :
+		    cJSON_CreateString("error"));
+		cJSON_AddStringToObject(j, "cursor", cur);
+		{
+			char ts[TIME_MAX];
+
+			codec_time(ts, codec_now_ms());
+			cJSON_AddStringToObject(j, "timestamp", ts);
+		}
+		if ((x = cJSON_GetObjectItemCaseSensitive(st, "exit")) != NULL)
+			cJSON_AddItemToObject(j, "exit", cJSON_Duplicate(x, 1));
+		if ((x = cJSON_GetObjectItemCaseSensitive(st, "error")) != NULL)
+			cJSON_AddItemToObject(j, "error", cJSON_Duplicate(x, 1));
+		cJSON_Delete(st);
+	}
+	s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	rc = s ? http_sse_event(f->c, cur, s) : -1;
+	free(s);
+	return rc;
+}
+
+/*
+ * Deliver index records after f->seq while the connection takes them.
+ * Returns true when caught up with what is stored.
+ */
+static bool
+follower_pump_sse(struct follower *f)
+{
+	struct logstore	*ls = f->ls;
+	struct ls_rec	 rec;
+	struct buf	 ev = { 0 };
+	char		 cur[CURSOR_MAX];
+	uint64_t	 skipped = 0, skip, start;
+	ssize_t		 n;
+	bool		 caught_up = false;
+
+	while (!f->done && http_conn_pending(f->c) < HTTP_OUT_HIGH) {
+		if (logstore_rec(ls, f->seq + 1, &rec) == -1) {
+			caught_up = true;
+			break;
+		}
+		start = ls->start[rec.stream];
+		skip = 0;
+		if (rec.offset < start)
+			skip = start - rec.offset < rec.len ? start - rec.offset :
+			    rec.len;
+		n = 0;
+		if (skip < rec.len) {
+			n = logstore_pread(ls, rec.stream, logs_chunk,
+			    rec.len - skip, rec.offset + skip);
+			if (n == -1 && errno == ERANGE) {
+				skip = rec.len;	/* trimmed meanwhile */
+				n = 0;
+			} else if (n < 0)
+				n = 0;
+		}
+		skipped += skip + (rec.len - skip - n);
+		f->seq = rec.seq;
+		cursor_format(cur, f->boot, f->id, f->seq);
+		if (skipped > 0 && (n > 0 || logstore_rec(ls, f->seq + 1,
+		    &rec) == -1)) {
+			char	tcur[CURSOR_MAX];
+
+			cursor_format(tcur, f->boot, f->id,
+			    n > 0 ? f->seq - 1 : f->seq);
+			buf_reset(&ev);
+			logs_event_head(&ev, "truncated", tcur, rec.ts_ms);
+			buf_printf(&ev, ",\"skippedBytes\":%llu}",
+			    (unsigned long long)skipped);
+			skipped = 0;
+			if (http_sse_event(f->c, tcur, ev.data) == -1)
+				break;
+		}
+		if (n <= 0)
+			continue;
+		buf_reset(&ev);
+		logs_event_head(&ev, logs_streams[rec.stream], cur, rec.ts_ms);
+		buf_addstr(&ev, ",\"data\":\"");
+		codec_b64_encode(&ev, logs_chunk, n);
+		buf_add(&ev, "\"}", 3);
+		if (http_sse_event(f->c, cur, ev.data) == -1)
+			break;
+	}
+	buf_free(&ev);
+	return caught_up;
+}
+
+static bool
+follower_pump_raw(struct follower *f)
+{
+	struct logstore	*ls = f->ls;
+	ssize_t		 n;
+	size_t		 want;
+
+	while (!f->done && http_conn_pending(f->c) < HTTP_OUT_HIGH) {
+		if (f->off < ls->start[f->stream])
+			f->off = ls->start[f->stream];
+		if (f->off >= ls->end[f->stream])
+			return true;
+		want = ls->end[f->stream] - f->off;
+		if (want > sizeof(logs_chunk))
+			want = sizeof(logs_chunk);
+		n = logstore_pread(ls, f->stream, logs_chunk, want, f->off);
+		if (n == -1 && errno == ERANGE)
+			continue;
+		if (n <= 0)
+			return true;
+		f->off += n;
+		if (http_stream_write(f->c, logs_chunk, n) == -1)
+			return false;
+	}
+	return false;
+}
+
+static void
+follower_finish(struct follower *f)
+{
+	struct http_conn	*c = f->c;
+
+	f->done = true;
+	http_conn_own(c, NULL, NULL, NULL);
+	follower_free(f);
+	http_stream_end(c);
+}
+
+static void
+follower_pump(struct follower *f)
+{
+	bool	caught_up;
+
+	if (f->done || f->c->dead)
+		return;
+	caught_up = f->kind == FK_RAW ? follower_pump_raw(f) :
+	    follower_pump_sse(f);
+	if (!caught_up || f->c->dead)
+		return;
+	if (!follower_ended(f)) {
+		if (f->follow || f->kind == FK_EXEC)
+			return;		/* more comes with PROC_EV_OUTPUT */
+		follower_finish(f);
+		return;
+	}
+	if (f->kind != FK_RAW && follower_terminal(f) == -1)
+		return;
+	follower_finish(f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Follower plumbing */
+
+static void
+follower_event(struct proc_watch *w, enum proc_event ev)
+{
+	struct follower	*f = container_of(w, struct follower, w);
+
+	if (ev == PROC_EV_GONE) {
+		http_conn_abort(f->c);
+		return;
+	}
+	if (ev == PROC_EV_EXIT && f->kind == FK_EXEC)
+		proc_drain_now(w->proc);
+	follower_pump(f);
+}
+
+static void
+follower_drained(struct http_conn *c, void *owner)
+{
+	(void)c;
+	follower_pump(owner);
+}
+
+static void
+follower_closed(struct http_conn *c, void *owner)
+{
+	(void)c;
+	follower_free(owner);
+}
+
+static void
+follower_beat(struct ev_loop *loop, ev_timer *t, int revents)
+{
+	struct follower	*f = container_of(t, struct follower, beat);
+
+	(void)loop;
+	(void)revents;
+	(void)http_sse_comment(f->c, "ping");
+}
+
+static void
+follower_free(struct follower *f)
+{
+	struct api	*a = f->api;
+
+	if (f->w.proc != NULL)
+		proc_watch_del(&f->w);
+	ev_timer_stop(a->tab->loop, &f->beat);
+	logstore_close(&f->ro);
+	cJSON_Delete(f->final);
+	a->followers--;
+	free(f);
+}
+
+/* Start streaming: the reply head is sent, then the first pump. */
+static void
+follower_start(struct follower *f, struct proc *p)
+{
+	struct http_conn	*c = f->c;
+	int			 rc;
+
+	f->api->followers++;
+	if (p != NULL)
+		proc_watch_add(p, &f->w, follower_event);
+	ev_timer_init(&f->beat, follower_beat, SSE_HEARTBEAT, SSE_HEARTBEAT);
+	if (f->kind == FK_RAW)
+		rc = http_stream_begin(c, 200, "application/octet-stream",
+		    HTTP_FRAME_CHUNKED, NULL);
+	else {
+		rc = http_sse_begin(c);
+		ev_timer_start(f->api->tab->loop, &f->beat);
+	}
+	http_conn_own(c, f, follower_drained, follower_closed);
+	if (rc == -1)
+		return;		/* follower_closed frees it */
+	follower_pump(f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Routes */
+
+/* GET /v1/processes/{id}/stdout|stderr?offset=&follow= */
+void
+logs_raw(struct http_conn *c, struct http_req *r)
+{
+	struct follower	*f;
+	struct proc	*p;
+	char		 v[24];
+	int		 follow;
+
+	if ((follow = http_query_bool(r, "follow", 0)) == -1) {
+		http_reply_error(c, 400, "invalid_request",
+		    "follow: must be true, false, 1 or 0");
+		return;
+	}
+	if ((f = follower_new(c)) == NULL)
+		return;
+	if (http_query(r, "offset", v, sizeof(v)) &&
+	    codec_parse_u64(v, &f->off) == -1) {
+		free(f);
+		http_reply_error(c, 400, "invalid_request",
+		    "offset: must be a non-negative integer");
+		return;
+	}
+	if (logs_open(c, r, f, &p) == -1) {
+		free(f);
+		return;
+	}
+	f->kind = FK_RAW;
+	f->follow = follow;
+	f->stream = strcmp(r->path + strlen(r->path) - 6, "stderr") == 0 ?
+	    LS_STDERR : LS_STDOUT;
+	follower_start(f, p);
+}
+
+/* The reader's starting point: since / Last-Event-ID, or replay=false. */
+static int
+logs_since(struct http_conn *c, struct http_req *r, struct follower *f)
+{
+	const char	*since;
+	char		 q[CURSOR_MAX + 8];
+	int		 replay, follow;
+
+	replay = http_query_bool(r, "replay", 1);
+	follow = http_query_bool(r, "follow", 0);
+	f->follow = follow == 1;
+	if (replay == -1 || follow == -1) {
+		http_reply_error(c, 400, "invalid_request",
+		    "replay and follow take true, false, 1 or 0");
+		return -1;
+	}
+	since = http_query(r, "since", q, sizeof(q)) ? q :
+	    http_header(r, "Last-Event-ID");
+	if (since != NULL && since[0] != '\0' &&
+	    cursor_parse(since, f->boot, f->id, &f->seq) == -1) {
+		http_reply_error(c, 400, "invalid_request", "since: not a "
+		    "cursor of process '%s' in this boot", f->id);
+		return -1;
+	}
+	if (!replay && f->seq < f->ls->nrec)
+		f->seq = f->ls->nrec;
+	return 0;
+}
+
+/* Accept: application/json — what exists now after since, bounded. */
+static void
+logs_json(struct http_conn *c, struct http_req *r, struct follower *f)
+{
+	struct ls_rec	 rec;
+	struct buf	 data[LS_NSTREAMS] = { { 0 }, { 0 } }, b64 = { 0 };
+	char		 cur[CURSOR_MAX], v[24];
+	uint64_t	 limit = LOGS_JSON_LIMIT, total = 0;
+	ssize_t		 n;
+	bool		 ended;
+	cJSON		*j;
+	int		 s;
+
+	if (http_query(r, "limitBytes", v, sizeof(v)) &&
+	    (codec_parse_u64(v, &limit) == -1 || limit == 0)) {
+		http_reply_error(c, 400, "invalid_request",
+		    "limitBytes: must be a positive integer");
+		return;
+	}
+	while (logstore_rec(f->ls, f->seq + 1, &rec) == 0) {
+		if (total > 0 && total + rec.len > limit)
+			break;
+		f->seq = rec.seq;
+		n = logstore_pread(f->ls, rec.stream, logs_chunk, rec.len,
+		    rec.offset);
+		if (n > 0) {
+			buf_add(&data[rec.stream], logs_chunk, n);
+			total += n;
+		}
+	}
+	ended = follower_ended(f) && logstore_rec(f->ls, f->seq + 1, &rec) == -1;
+	cursor_format(cur, f->boot, f->id, f->seq);
+	j = cJSON_CreateObject();
+	for (s = 0; s < LS_NSTREAMS; s++) {
+		buf_reset(&b64);
+		codec_b64_encode(&b64, data[s].data, data[s].len);
+		buf_add(&b64, "", 1);
+		cJSON_AddStringToObject(j, logs_streams[s], b64.data);
+		buf_free(&data[s]);
+	}
+	buf_free(&b64);
+	cJSON_AddStringToObject(j, "cursor", cur);
+	cJSON_AddBoolToObject(j, "ended", ended);
+	http_reply_json(c, 200, j);
+}
+
+/* GET /v1/processes/{id}/logs */
+void
+logs_get(struct http_conn *c, struct http_req *r)
+{
+	struct follower	*f;
+	struct proc	*p;
+	const char	*accept;
+
+	if ((f = follower_new(c)) == NULL)
+		return;
+	if (logs_open(c, r, f, &p) == -1) {
+		free(f);
+		return;
+	}
+	f->kind = FK_SSE;
+	if (p != NULL)
+		f->w.proc = p;		/* for follower_ended, until added */
+	if (logs_since(c, r, f) == -1)
+		goto done;
+	accept = http_header(r, "Accept");
+	if (accept != NULL && strstr(accept, "application/json") != NULL &&
+	    strstr(accept, "text/event-stream") == NULL) {
+		logs_json(c, r, f);
+		goto done;
+	}
+	f->w.proc = NULL;
+	follower_start(f, p);
+	return;
+done:
+	logstore_close(&f->ro);
+	cJSON_Delete(f->final);
+	free(f);
+}
+
+/* ------------------------------------------------------------------ */
+/* Exec */
+
+/*
+ * An exec reply waits for the root to exit, then takes what the pipes
+ * hold now: a background descendant keeping a pipe open does not hold
+ * the reply.
+ */
+struct execwait {
+	struct proc_watch	 w;
+	struct http_conn	*c;
+	uint64_t		 max;
+	int64_t			 t0;
+};
+
+static void
+exec_reply(struct execwait *x, struct proc *p)
+{
+	struct http_conn	*c = x->c;
+	struct buf		 b64 = { 0 };
+	uint64_t		 want, off;
+	bool			 truncated = false;
+	ssize_t			 n;
+	cJSON			*j, *e;
+	int			 s;
+
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "id", p->id);
+	e = cJSON_AddObjectToObject(j, "exit");
+	cJSON_AddNumberToObject(e, "code", p->code);
+	if (p->sig)
+		cJSON_AddNumberToObject(e, "signal", p->sig);
+	else
+		cJSON_AddNullToObject(e, "signal");
+	cJSON_AddBoolToObject(e, "timedOut", p->timed_out);
+	for (s = 0; s < LS_NSTREAMS; s++) {
+		buf_reset(&b64);
+		off = p->ls.start[s];
+		want = p->ls.end[s] - off;
+		if (off > 0 || want > x->max)
+			truncated = true;
+		if (want > x->max)
+			want = x->max;
+		while (want > 0) {
+			/* Pieces of 3k bytes: no padding inside the text. */
+			n = logstore_pread(&p->ls, s, logs_chunk,
+			    want < EXEC_PIECE ? want : EXEC_PIECE, off);
+			if (n <= 0)
+				break;
+			codec_b64_encode(&b64, logs_chunk, n);
+			off += n;
+			want -= n;
+		}
+		buf_add(&b64, "", 1);
+		cJSON_AddStringToObject(j, logs_streams[s], b64.data);
+	}
+	buf_free(&b64);
+	cJSON_AddBoolToObject(j, "truncated", truncated);
+	cJSON_AddNumberToObject(j, "durationMs",
+	    (double)(codec_mono_ms() - x->t0));
+	http_conn_own(c, NULL, NULL, NULL);
+	proc_watch_del(&x->w);
+	free(x);
+	http_reply_json(c, 200, j);
+}
+
+static void
+exec_event(struct proc_watch *w, enum proc_event ev)
+{
+	struct execwait	*x = container_of(w, struct execwait, w);
+	struct http_conn *c = x->c;
+
+	if (ev == PROC_EV_GONE) {
+		http_conn_own(c, NULL, NULL, NULL);
+		proc_watch_del(w);
+		free(x);
+		http_reply_error(c, 404, "not_found", "the process was removed");
+	} else if (ev == PROC_EV_EXIT) {
+		proc_drain_now(w->proc);
+		exec_reply(x, w->proc);
+	}
+}
+
+static void
+exec_closed(struct http_conn *c, void *owner)
+{
+	struct execwait	*x = owner;
+
+	(void)c;
+	proc_watch_del(&x->w);
+	free(x);
+}
+
+/* POST /v1/exec */
+void
+logs_exec(struct http_conn *c, struct http_req *r)
+{
+	struct proc_opts	 o;
+	struct proc		*p = NULL;
+	struct execwait		*x;
+	struct follower		*f;
+	struct buf		 in = { 0 };
+	const cJSON		*fi;
+	const char		*accept;
+	char			**argv, **env;
+	uint64_t		 max = EXEC_MAX_OUTPUT;
+	cJSON			*j;
+	bool			 failed;
+	int			 fd, err;
+	int64_t			 t0 = codec_mono_ms();
+
+	if (api_pin(c, r, false, &fd) != 0)
+		return;
+	if ((j = cJSON_ParseWithLength(r->body.data, r->body.len)) == NULL) {
+		http_reply_error(c, 400, "invalid_request",
+		    "body is not valid JSON");
+		return;
+	}
+	if (api_launch_opts(c, j, true, &o, &argv, &env) == -1)
+		goto out;
+	if ((fi = cJSON_GetObjectItemCaseSensitive(j, "stdin")) != NULL) {
+		if (!cJSON_IsString(fi) || codec_b64_decode(&in, fi->valuestring,
+		    strlen(fi->valuestring)) == -1) {
+			http_reply_error(c, 400, "invalid_request",
+			    "stdin: must be base64 data");
+			goto out;
+		}
+	}
+	if ((fi = cJSON_GetObjectItemCaseSensitive(j, "maxOutputBytes")) != NULL) {
+		if (!cJSON_IsNumber(fi) || fi->valuedouble < 0 ||
+		    fi->valuedouble > 1e15) {
+			http_reply_error(c, 400, "invalid_request",
+			    "maxOutputBytes: must be a number >= 0");
+			goto out;
+		}
+		max = (uint64_t)fi->valuedouble;
+	}
+	o.stdin_pipe = in.len > 0;
+	if ((p = proc_spawn(api_of(c)->tab, &o, &failed, &err)) == NULL) {
+		api_reply_spawn_error(c, failed, err, o.id);
+		goto out;
+	}
+	if (in.len > 0)
+		(void)proc_stdin(p, in.data, in.len, true);
+
+	accept = http_header(r, "Accept");
+	if (accept != NULL && strstr(accept, "text/event-stream") != NULL) {
+		if ((f = follower_new(c)) == NULL)
+			goto out;
+		f->kind = FK_EXEC;
+		f->follow = true;
+		f->ls = &p->ls;
+		snprintf(f->boot, sizeof(f->boot), "%s", p->tab->boot);
+		snprintf(f->id, sizeof(f->id), "%s", p->id);
+		follower_start(f, p);
+		goto out;
+	}
+	if ((x = calloc(1, sizeof(*x))) == NULL) {
+		http_reply_error(c, 503, "busy", "out of memory");
+		goto out;
+	}
+	x->c = c;
+	x->max = max;
+	x->t0 = t0;
+	if (p->reaped) {
+		x->w.proc = p;
+		proc_drain_now(p);
+		x->w.proc = NULL;
+		http_conn_own(c, x, NULL, exec_closed);
+		proc_watch_add(p, &x->w, exec_event);
+		exec_reply(x, p);
+		goto out;
+	}
+	proc_watch_add(p, &x->w, exec_event);
+	http_conn_own(c, x, NULL, exec_closed);
+out:
+	buf_free(&in);
+	free(argv);
+	for (fd = 0; env != NULL && env[fd] != NULL; fd++)
+		free(env[fd]);
+	free(env);
+	cJSON_Delete(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* Metrics */
+
+void
+logs_metrics(struct http_conn *c, struct http_req *r)
+{
+	struct api	*a = api_of(c);
+	struct proctab	*t = a->tab;
+	struct buf	 b = { 0 };
+
+	(void)r;
+	buf_printf(&b,
+	    "# HELP tend_processes_started_total Processes launched.\n"
+	    "# TYPE tend_processes_started_total counter\n"
+	    "tend_processes_started_total %llu\n"
+	    "# HELP tend_processes_running Processes whose group has not settled.\n"
+	    "# TYPE tend_processes_running gauge\n"
+	    "tend_processes_running %d\n"
+	    "# HELP tend_processes_exited_total Processes that ended.\n"
+	    "# TYPE tend_processes_exited_total counter\n"
+	    "tend_processes_exited_total %llu\n"
+	    "# HELP tend_orphans_reaped_total Processes reaped that tend did not launch.\n"
+	    "# TYPE tend_orphans_reaped_total counter\n"
+	    "tend_orphans_reaped_total %llu\n"
+	    "# HELP tend_bytes_stored_total Output bytes stored.\n"
+	    "# TYPE tend_bytes_stored_total counter\n"
+	    "tend_bytes_stored_total %llu\n"
+	    "# HELP tend_bytes_dropped_total Output bytes that could not be stored.\n"
+	    "# TYPE tend_bytes_dropped_total counter\n"
+	    "tend_bytes_dropped_total %llu\n"
+	    "# HELP tend_connections Open client connections.\n"
+	    "# TYPE tend_connections gauge\n"
+	    "tend_connections %d\n"
+	    "# HELP tend_followers Active output streams.\n"
+	    "# TYPE tend_followers gauge\n"
+	    "tend_followers %llu\n",
+	    (unsigned long long)t->started, t->nlive,
+	    (unsigned long long)t->exited, (unsigned long long)t->orphans,
+	    (unsigned long long)t->stored, (unsigned long long)t->dropped,
+	    a->srv.nconns, (unsigned long long)a->followers);
+	http_reply(c, 200, "text/plain; version=0.0.4", b.data, b.len);
+	buf_free(&b);
+}

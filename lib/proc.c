@@ -548,6 +548,15 @@ proc_drain(struct proc *p, int s, int rounds)
 	}
 }
 
+void
+proc_drain_now(struct proc *p)
+{
+	int	s;
+
+	for (s = 0; s < LS_NSTREAMS; s++)
+		proc_drain(p, s, INT_MAX);
+}
+
 bool
 proc_output_done(struct proc *p)
 {
@@ -618,14 +627,12 @@ static void
 proc_settle(struct proc *p)
 {
 	struct proctab	*t = p->tab;
-	int		 s;
 
 	ev_timer_stop(t->loop, &p->settle);
 	ev_timer_stop(t->loop, &p->timeout);
 	ev_timer_stop(t->loop, &p->grace);
 	/* What the pipes hold now belongs before the end. */
-	for (s = 0; s < LS_NSTREAMS; s++)
-		proc_drain(p, s, INT_MAX);
+	proc_drain_now(p);
 	proc_stdin_close(p);
 	p->state = PROC_EXITED;
 	p->ended_ms = codec_now_ms();

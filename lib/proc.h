@@ -147,6 +147,8 @@ const char *proc_state_name(enum proc_state);
 void	proc_watch_add(struct proc *, struct proc_watch *,
 	    void (*)(struct proc_watch *, enum proc_event));
 void	proc_watch_del(struct proc_watch *);
+/* Take what the pipes hold now, all of it. */
+void	proc_drain_now(struct proc *);
 /* Both pipes at EOF. */
 bool	proc_output_done(struct proc *);
 

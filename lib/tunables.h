@@ -11,7 +11,7 @@
 #define HTTP_MAX_BODY		(1024 * 1024)	/* buffered (JSON) bodies */
 #define HTTP_MAX_HEADERS	64
 #define HTTP_MAX_CONNS		512
-#define HTTP_OUT_HIGH		(256 * 1024)	/* pause a stream above this */
+#define HTTP_OUT_HIGH		(64 * 1024)	/* pause a stream above this */
 #define HTTP_IDLE_TIMEOUT	120.0		/* s, idle keep-alive connection */
 #define HTTP_STUCK_TIMEOUT	60.0		/* s, output not moving at all */
 #define SSE_HEARTBEAT		10.0		/* s, at most 15 by contract */
