@@ -6,7 +6,9 @@ OPT	?= -O2 -g
 CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -Ilib \
 	   -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith
-LDLIBS	+= -lev -lcjson -lhttp_parser -lnettle
+# libev, http-parser and nettle link statically (fewer pages mapped at
+# start, smaller idle RSS); Debian ships cJSON as a shared library only.
+LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -lnettle -Wl,-Bdynamic -lcjson -lm
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 LIB_SRC   := $(wildcard lib/*.c)

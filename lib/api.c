@@ -295,6 +295,39 @@ nomem:
 	return -1;
 }
 
+cJSON *
+api_parse_body(struct http_conn *c, struct http_req *r)
+{
+	const char	*end = NULL, *p;
+	cJSON		*j;
+
+	if (!codec_utf8_valid(r->body.data, r->body.len)) {
+		http_reply_error(c, 400, "invalid_request",
+		    "body is not valid UTF-8");
+		return NULL;
+	}
+	/* A NUL cannot reach argv, env or a path: refuse it anywhere. */
+	for (p = r->body.data; (p = strstr(p, "\\u")) != NULL; p += 2)
+		if (strncmp(p + 2, "0000", 4) == 0 && (p == r->body.data ||
+		    p[-1] != '\\')) {
+			http_reply_error(c, 400, "invalid_request",
+			    "strings must not contain NUL (\\u0000)");
+			return NULL;
+		}
+	j = cJSON_ParseWithLengthOpts(r->body.data, r->body.len, &end, 0);
+	if (j != NULL)
+		while (end < r->body.data + r->body.len &&
+		    strchr(" \t\r\n", *end) != NULL && *end != '\0')
+			end++;
+	if (j == NULL || end != r->body.data + r->body.len) {
+		cJSON_Delete(j);
+		http_reply_error(c, 400, "invalid_request",
+		    "body is not valid JSON");
+		return NULL;
+	}
+	return j;
+}
+
 void
 api_reply_spawn_error(struct http_conn *c, bool spawn_failed, int err,
     const char *id)
@@ -365,11 +398,8 @@ api_launch(struct http_conn *c, struct http_req *r)
 
 	if (api_pin(c, r, false, &fd) != 0)
 		return;
-	if ((j = cJSON_ParseWithLength(r->body.data, r->body.len)) == NULL) {
-		http_reply_error(c, 400, "invalid_request",
-		    "body is not valid JSON");
+	if ((j = api_parse_body(c, r)) == NULL)
 		return;
-	}
 	if (api_launch_opts(c, j, false, &o, &argv, &env) == 0) {
 		p = proc_spawn(api_of(c)->tab, &o, &failed, &err);
 		if (p == NULL)
@@ -446,7 +476,8 @@ api_kill(struct http_conn *c, struct http_req *r)
 	if (api_pin(c, r, false, &fd) != 0)
 		return;
 	if (r->body.len > 0) {
-		j = cJSON_ParseWithLength(r->body.data, r->body.len);
+		if ((j = api_parse_body(c, r)) == NULL)
+			return;
 		if (!cJSON_IsObject(j)) {
 			api_invalid(c, "body", "must be a JSON object");
 			goto out;

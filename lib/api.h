@@ -35,6 +35,11 @@ struct proc *api_proc(struct http_conn *, struct http_req *);
  */
 int	api_launch_opts(struct http_conn *, cJSON *j, bool exec,
 	    struct proc_opts *, char ***argvbuf, char ***envbuf);
+/*
+ * The request's JSON body: well-formed UTF-8, one JSON value and nothing
+ * after it, no NUL inside strings.  NULL after replying 400.
+ */
+cJSON	*api_parse_body(struct http_conn *, struct http_req *);
 void	api_reply_spawn_error(struct http_conn *, bool spawn_failed, int err,
 	    const char *id);
 

@@ -269,3 +269,43 @@ codec_errno_name(int err)
 			return codec_errnos[i].name;
 	return "EUNKNOWN";
 }
+
+int
+codec_utf8_valid(const char *str, size_t n)
+{
+	const unsigned char	*s = (const unsigned char *)str;
+	size_t			 i = 0, k, len;
+	uint32_t		 cp, min;
+
+	while (i < n) {
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((s[i] & 0xe0) == 0xc0) {
+			len = 2;
+			cp = s[i] & 0x1f;
+			min = 0x80;
+		} else if ((s[i] & 0xf0) == 0xe0) {
+			len = 3;
+			cp = s[i] & 0x0f;
+			min = 0x800;
+		} else if ((s[i] & 0xf8) == 0xf0) {
+			len = 4;
+			cp = s[i] & 0x07;
+			min = 0x10000;
+		} else
+			return 0;
+		if (n - i < len)
+			return 0;
+		for (k = 1; k < len; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return 0;
+			cp = cp << 6 | (s[i + k] & 0x3f);
+		}
+		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+			return 0;
+		i += len;
+	}
+	return 1;
+}

@@ -28,6 +28,9 @@ void	codec_hex(char *out, const void *d, size_t n);
 /* Non-negative decimal integer without sign or junk; -1 otherwise. */
 int	codec_parse_u64(const char *, uint64_t *);
 
+/* Well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF)? */
+int	codec_utf8_valid(const char *, size_t);
+
 /* Symbolic errno name ("ENOENT"), or "EUNKNOWN". */
 const char *codec_errno_name(int);
 

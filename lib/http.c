@@ -461,6 +461,7 @@ http_req_reset(struct http_req *r)
 	r->head_bytes = 0;
 	r->too_large = false;
 	r->body_error = 0;
+	r->bad_version = false;
 	r->keepalive = false;
 	r->chunked = false;
 }
@@ -509,7 +510,10 @@ http_bad_request(struct http_conn *c)
 
 	c->close_after = true;
 	c->state = HC_BUSY;
-	if (err == HPE_HEADER_OVERFLOW)
+	if (c->req.bad_version)
+		http_reply_error(c, 400, "invalid_request",
+		    "unsupported HTTP version: only HTTP/1.0 and 1.1");
+	else if (err == HPE_HEADER_OVERFLOW)
 		http_reply_error(c, 413, "too_large", "request head too large");
 	else
 		http_reply_error(c, 400, "invalid_request",
@@ -598,6 +602,10 @@ on_headers_complete(http_parser *p)
 		return -1;
 	if (buf_add(&r->url, "", 1) == -1)
 		return -1;
+	if (p->http_major != 1 || p->http_minor > 1) {
+		r->bad_version = true;
+		return -1;
+	}
 	r->method = http_method_str(p->method);
 	r->keepalive = http_should_keep_alive(p);
 	r->chunked = (p->flags & F_CHUNKED) != 0;

@@ -56,6 +56,7 @@ struct http_req {
 	int			 last_value;
 	size_t			 head_bytes;
 	bool			 too_large;
+	bool			 bad_version;
 	bool			 chunked;
 };
 

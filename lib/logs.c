@@ -670,11 +670,8 @@ logs_exec(struct http_conn *c, struct http_req *r)
 
 	if (api_pin(c, r, false, &fd) != 0)
 		return;
-	if ((j = cJSON_ParseWithLength(r->body.data, r->body.len)) == NULL) {
-		http_reply_error(c, 400, "invalid_request",
-		    "body is not valid JSON");
+	if ((j = api_parse_body(c, r)) == NULL)
 		return;
-	}
 	if (api_launch_opts(c, j, true, &o, &argv, &env) == -1)
 		goto out;
 	if ((fi = cJSON_GetObjectItemCaseSensitive(j, "stdin")) != NULL) {
