@@ -50,6 +50,7 @@ static void	proc_write_status(struct proc *, bool);
 static int	proc_write_meta(struct proc *, const struct proc_opts *);
 static void	proc_free(struct proc *);
 static void	proc_trim_exited(struct proctab *);
+static void	proc_trim_cb(struct ev_loop *, ev_idle *, int);
 static void	proc_stdin_flush(struct proc *);
 static void	proc_stdin_close(struct proc *);
 static char	**proc_envp(struct proctab *, char **);
@@ -75,6 +76,7 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 	t->maxlive = PROC_MAX_LIVE;
 	t->keep_exited = PROC_KEEP_EXITED;
 	t->maxlog = LOG_MAX_BYTES;
+	ev_idle_init(&t->trim, proc_trim_cb);
 
 	/* The base environment: the agent's, without its own TEND_* knobs. */
 	while (environ[n] != NULL)
@@ -109,6 +111,7 @@ proctab_free(struct proctab *t)
 		next = p->next;
 		proc_free(p);
 	}
+	ev_idle_stop(t->loop, &t->trim);
 	free(t->baseenv);
 	t->baseenv = NULL;
 }
@@ -641,7 +644,20 @@ proc_settle(struct proc *p)
 	t->exited++;
 	proc_write_status(p, true);
 	proc_notify(p, PROC_EV_END);
-	proc_trim_exited(t);
+	/*
+	 * Trimming old records waits for the loop: our callers may be
+	 * walking the table.
+	 */
+	if (t->nexited > t->keep_exited)
+		ev_idle_start(t->loop, &t->trim);
+}
+
+static void
+proc_trim_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)revents;
+	ev_idle_stop(loop, w);
+	proc_trim_exited(container_of(w, struct proctab, trim));
 }
 
 static void
@@ -912,13 +928,12 @@ proc_delete(struct proc *p)
 {
 	struct proctab	*t = p->tab;
 
+	/* Unlinked first: a callback's own proc_watch_del is then a no-op. */
 	while (p->watchers != NULL) {
 		struct proc_watch	*w = p->watchers;
 
 		proc_watch_del(w);
-		w->proc = p;	/* still named, for the callback */
 		w->fn(w, PROC_EV_GONE);
-		w->proc = NULL;
 	}
 	if (p->state == PROC_RUNNING)
 		t->nlive--;

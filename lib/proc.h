@@ -102,6 +102,7 @@ struct proctab {
 	int		 nexited;
 	int		 maxlive;
 	int		 keep_exited;
+	ev_idle		 trim;		/* removes ended records past keep */
 	uint64_t	 maxlog;
 	char		**baseenv;	/* agent env without TEND_* */
 	int		 child_oom;	/* oom_score_adj for children */
