@@ -27,7 +27,8 @@ setup:
 
 $(BUILD)/%.o: %.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	@echo "CC $<"
+	@$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tend: $(AGENT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -159,7 +159,8 @@ boot_scan(int statefd, const char *current, int keep)
 			free(s);
 		}
 	}
-	qsort(ents, n, sizeof(*ents), boot_cmp);
+	if (n > 1)
+		qsort(ents, n, sizeof(*ents), boot_cmp);
 	for (i = 0; i < n; i++) {
 		if (keep <= 0 || i + 1 >= (size_t)keep) {
 			log_info("event=boot_removed boot=%s", ents[i].id);
