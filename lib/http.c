@@ -596,6 +596,7 @@ on_headers_complete(http_parser *p)
 	struct http_conn	*c = p->data;
 	struct http_req		*r = &c->req;
 	const struct http_route	*rt;
+	const char		*h;
 	char			*path, *q, *rest;
 
 	if (r->nhdr > 0 && buf_add(&r->hdrs, "", 1) == -1)
@@ -641,6 +642,13 @@ on_headers_complete(http_parser *p)
 	    p->content_length > HTTP_MAX_BODY) {
 		r->too_large = true;
 		return -1;
+	}
+	/* curl waits a second for this before sending a large body. */
+	if ((h = http_header(r, "Expect")) != NULL &&
+	    strcasecmp(h, "100-continue") == 0) {
+		if (buf_addstr(&c->out, "HTTP/1.1 100 Continue\r\n\r\n") == -1)
+			return -1;
+		(void)http_conn_flush(c);
 	}
 	return 0;
 }
