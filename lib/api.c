@@ -345,6 +345,10 @@ api_reply_spawn_error(struct http_conn *c, bool spawn_failed, int err,
 	else if (err == EAGAIN)
 		http_reply_error(c, 503, "busy", "process limit reached or "
 		    "fork failed; try again");
+	else if (err == EMFILE || err == ENFILE || err == ENOMEM ||
+	    err == ENOSPC || err == EDQUOT)
+		http_reply_error(c, 503, "busy", "cannot launch now: %s",
+		    strerror(err));
 	else
 		http_reply_error(c, 500, "internal", "cannot launch: %s",
 		    strerror(err));

@@ -99,6 +99,18 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 		free(s);
 	}
 	t->child_oom = adj < 0 ? 0 : (adj + 100 > 1000 ? 1000 : adj + 100);
+
+	/*
+	 * Each live process holds about seven fds: raise our soft limit to
+	 * the hard one, and give children the limit we were started with
+	 * (select(2) users break above 1024).
+	 */
+	if (getrlimit(RLIMIT_NOFILE, &t->child_nofile) == 0) {
+		struct rlimit	rl = t->child_nofile;
+
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	return 0;
 }
 
@@ -230,6 +242,7 @@ proc_child(const struct proc_opts *o, struct proctab *t, char **envp,
 
 	if (setsid() == -1)
 		goto fail;
+	(void)setrlimit(RLIMIT_NOFILE, &t->child_nofile);
 	if ((fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)) != -1) {
 		snprintf(adj, sizeof(adj), "%d", t->child_oom);
 		(void)!write(fd, adj, strlen(adj));

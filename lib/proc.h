@@ -6,6 +6,7 @@
 #ifndef TEND_PROC_H
 #define TEND_PROC_H
 
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <stdbool.h>
@@ -106,6 +107,7 @@ struct proctab {
 	uint64_t	 maxlog;
 	char		**baseenv;	/* agent env without TEND_* */
 	int		 child_oom;	/* oom_score_adj for children */
+	struct rlimit	 child_nofile;	/* the fd limit the agent started with */
 	/* metrics */
 	uint64_t	 started, exited, orphans, stored, dropped;
 };
