@@ -259,26 +259,20 @@ agent_main(int argc, char **argv)
 static pid_t
 agent_spawn_main(char **argv)
 {
-	struct sigaction	sa;
 	sigset_t		all, old;
 	pid_t			pid;
-	int			sig;
+	int			err;
 
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
 	pid = fork();
 	if (pid == 0) {
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = SIG_DFL;
-		for (sig = 1; sig < NSIG; sig++)
-			(void)sigaction(sig, &sa, NULL);
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
+		proc_reset_signals();
 		execvp(argv[0], argv);
-		sig = errno;
+		err = errno;
 		fprintf(stderr, "tend: level=fatal event=exec_failed cmd=%s "
-		    "err=\"%s\"\n", argv[0], strerror(sig));
-		_exit(sig == ENOENT ? 127 : 126);
+		    "err=\"%s\"\n", argv[0], strerror(err));
+		_exit(err == ENOENT ? 127 : 126);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid == -1)

@@ -9,6 +9,7 @@
  */
 #include <linux/close_range.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -219,6 +220,36 @@ proc_gen_id(struct proctab *t, char *out, size_t n)
 }
 
 /*
+ * Default dispositions and an empty mask, for a child before exec: libev
+ * blocks what it watches, and ignored signals survive exec.  glibc's
+ * sigaction refuses the two signals it reserves (32, 33), which a parent
+ * may still have left ignored: those go through the raw system call.
+ */
+void
+proc_reset_signals(void)
+{
+	struct sigaction	sa;
+	struct {
+		void		*handler;
+		unsigned long	 flags;
+		void		*restorer;
+		uint64_t	 mask;
+	}			ksa = { 0 };
+	sigset_t		none;
+	int			sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigaction(sig, &sa, NULL) == -1 && sig != SIGKILL &&
+		    sig != SIGSTOP)
+			(void)syscall(SYS_rt_sigaction, sig, &ksa, NULL,
+			    sizeof(ksa.mask));
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/*
  * In the child, between fork and exec.  Only async-signal-safe calls
  * until exec (initgroups is the documented exception: it reads the group
  * database, which is safe after fork in a single-threaded parent).  A
@@ -228,18 +259,10 @@ static _Noreturn void
 proc_child(const struct proc_opts *o, struct proctab *t, char **envp,
     int in, int out, int err, int errfd)
 {
-	struct sigaction	sa;
-	sigset_t		all;
 	char			adj[16];
-	int			sig, e, fd;
+	int			e, fd;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_DFL;
-	for (sig = 1; sig < NSIG; sig++)
-		(void)sigaction(sig, &sa, NULL);
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-
+	proc_reset_signals();
 	if (setsid() == -1)
 		goto fail;
 	(void)setrlimit(RLIMIT_NOFILE, &t->child_nofile);

@@ -156,5 +156,6 @@ void	proc_drain_now(struct proc *);
 bool	proc_output_done(struct proc *);
 
 bool	proc_id_valid(const char *);
+void	proc_reset_signals(void);
 
 #endif
