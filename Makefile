@@ -61,8 +61,12 @@ valgrind: setup all $(BUILD)/unit
 run: setup all
 	scripts/run
 
-bench: setup all
-	scripts/bench
+bench: setup all $(BUILD)/spawnbench
+	SPAWNBENCH=$(abspath $(BUILD)/spawnbench) TEND_BIN=$(abspath $(BUILD)/tend) scripts/bench
+
+$(BUILD)/spawnbench: tests/bench/spawn.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
 
 conformance: all
 	python3 ../shared/conformance/conformance.py

@@ -1,0 +1,423 @@
+/*
+ * spawnbench: the timing half of scripts/bench, where a Python client's own
+ * overhead would blur the figure.  Every time is CLOCK_MONOTONIC, printed
+ * in microseconds on one line of "key=value" pairs on stdout.
+ *
+ *   spawnbench spawn N WARM PATH
+ *	posix_spawn(PATH) + waitpid, WARM untimed then N timed: the bare cost
+ *	the agent's exec is compared with.
+ *
+ *   spawnbench exec SOCKET N WARM JSON [PATH]
+ *	POST /v1/exec with body JSON, WARM untimed then N timed, all on ONE
+ *	keep-alive connection; each time is write of the request to the end
+ *	of the reply body (Content-Length).  Every reply must be 200 with
+ *	"code":0.  With PATH, each request is followed by one timed bare
+ *	posix_spawn(PATH) + waitpid: both figures then share the same
+ *	moments of a noisy machine (a second line, keys prefixed "bare_").
+ *
+ *   spawnbench ready SOCKET LOG ARGV...
+ *	posix_spawn ARGV (stdout and stderr to LOG), then connect to SOCKET
+ *	and GET /v1/health until a 200 comes back: the time from spawn to
+ *	that reply.  Then SIGTERM to ARGV's child (the agent under unshare),
+ *	and wait for ARGV to end (SIGKILL after 5 s).
+ *
+ * Exit 0 on success, 1 on any error (message on stderr).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static void
+die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void
+die(const char *fmt, ...)
+{
+	va_list	ap;
+	int	saved = errno;
+
+	fputs("spawnbench: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (saved != 0 && fmt[strlen(fmt) - 1] == ':')
+		fprintf(stderr, " %s", strerror(saved));
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentile of a sorted array. */
+static double
+pct(const int64_t *v, size_t n, double p)
+{
+	size_t	i = (size_t)(p / 100.0 * (double)n + 0.5);
+
+	if (i > 0)
+		i--;
+	if (i >= n)
+		i = n - 1;
+	return (double)v[i] / 1000.0;
+}
+
+/* One line of key=value pairs, each key prefixed by pfx ("" or "bare_"). */
+static void
+report(const char *pfx, int64_t *v, size_t n)
+{
+	double	sum = 0;
+	size_t	i;
+
+	qsort(v, n, sizeof(*v), cmp_i64);
+	for (i = 0; i < n; i++)
+		sum += (double)v[i];
+	printf("%sn=%zu %sp50_us=%.1f %sp90_us=%.1f %sp99_us=%.1f "
+	    "%smin_us=%.1f %smax_us=%.1f %smean_us=%.1f\n", pfx, n,
+	    pfx, pct(v, n, 50), pfx, pct(v, n, 90), pfx, pct(v, n, 99),
+	    pfx, (double)v[0] / 1000.0, pfx, (double)v[n - 1] / 1000.0,
+	    pfx, sum / (double)n / 1000.0);
+}
+
+static long
+count(const char *s, long min)
+{
+	char	*end;
+	long	 n;
+
+	errno = 0;
+	n = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s || n < min)
+		die("bad count '%s'", s);
+	return n;
+}
+
+/* ------------------------------------------------------------ spawn */
+
+/* One posix_spawn of path and its waitpid: the time taken. */
+static int64_t
+spawn_once(const char *path)
+{
+	char	*argv[] = { (char *)path, NULL };
+	int64_t	 t0, dt;
+	pid_t	 pid;
+	int	 st, rc;
+
+	t0 = now_ns();
+	if ((rc = posix_spawn(&pid, path, NULL, NULL, argv, environ)) != 0) {
+		errno = rc;
+		die("posix_spawn %s:", path);
+	}
+	if (waitpid(pid, &st, 0) == -1)
+		die("waitpid:");
+	dt = now_ns() - t0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		die("%s: exit status %#x", path, st);
+	return dt;
+}
+
+static int
+cmd_spawn(long n, long warm, const char *path)
+{
+	int64_t	*t;
+	long	 i;
+
+	if ((t = calloc((size_t)n, sizeof(*t))) == NULL)
+		die("calloc:");
+	for (i = -warm; i < n; i++) {
+		int64_t dt = spawn_once(path);
+
+		if (i >= 0)
+			t[i] = dt;
+	}
+	report("", t, (size_t)n);
+	free(t);
+	return 0;
+}
+
+/* ------------------------------------------------------------ HTTP */
+
+static int
+unix_connect(const char *path)
+{
+	struct sockaddr_un sun;
+	int	fd;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sun.sun_path, path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		int saved = errno;
+
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+static void
+write_all(int fd, const char *p, size_t len)
+{
+	ssize_t	w;
+
+	while (len > 0) {
+		if ((w = write(fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			die("write:");
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+}
+
+struct reply {
+	int	 status;
+	char	*body;		/* NUL-terminated, inside buf */
+	size_t	 bodylen;
+};
+
+/*
+ * Read one Content-Length response into buf (cap bytes).  Anything past it
+ * would be a pipelined reply we never asked for: an error.  -1 on EOF
+ * before a whole head.
+ */
+static int
+read_reply(int fd, char *buf, size_t cap, struct reply *r)
+{
+	size_t	have = 0, headlen = 0, total = 0;
+	ssize_t	n;
+	char	*eoh, *cl;
+
+	for (;;) {
+		if (have + 1 >= cap)
+			die("reply larger than %zu bytes", cap);
+		n = read(fd, buf + have, cap - 1 - have);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			die("read:");
+		}
+		if (n == 0)
+			return -1;
+		have += (size_t)n;
+		buf[have] = '\0';
+		if (headlen == 0) {
+			if ((eoh = strstr(buf, "\r\n\r\n")) == NULL)
+				continue;
+			headlen = (size_t)(eoh - buf) + 4;
+			if (sscanf(buf, "HTTP/1.1 %d", &r->status) != 1)
+				die("bad status line: %.60s", buf);
+			/* Header names are case-insensitive. */
+			eoh[2] = '\0';
+			cl = strcasestr(buf, "\r\nContent-Length:");
+			eoh[2] = '\r';
+			if (cl == NULL)
+				die("reply without Content-Length: %.200s",
+				    buf);
+			total = headlen + strtoul(cl + 17, NULL, 10);
+		}
+		if (have >= total)
+			break;
+	}
+	if (have > total)
+		die("unexpected bytes after the reply");
+	r->body = buf + headlen;
+	r->bodylen = total - headlen;
+	return 0;
+}
+
+/* ------------------------------------------------------------ exec */
+
+static int
+cmd_exec(const char *sock, long n, long warm, const char *json,
+    const char *bare)
+{
+	static char buf[4 * 1024 * 1024];
+	struct reply r;
+	char	*req;
+	int64_t	*t, *b, t0, dt;
+	size_t	 reqlen;
+	long	 i;
+	int	 fd, len;
+
+	len = asprintf(&req, "POST /v1/exec HTTP/1.1\r\nHost: tend\r\n"
+	    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n%s",
+	    strlen(json), json);
+	if (len < 0)
+		die("asprintf:");
+	reqlen = (size_t)len;
+	if ((t = calloc((size_t)n, sizeof(*t))) == NULL ||
+	    (b = calloc((size_t)n, sizeof(*b))) == NULL)
+		die("calloc:");
+	if ((fd = unix_connect(sock)) == -1)
+		die("connect %s:", sock);
+	for (i = -warm; i < n; i++) {
+		t0 = now_ns();
+		write_all(fd, req, reqlen);
+		if (read_reply(fd, buf, sizeof(buf), &r) == -1)
+			die("connection closed by the agent after %ld "
+			    "requests", i + warm);
+		if (i >= 0)
+			t[i] = now_ns() - t0;
+		if (r.status != 200 || strstr(r.body, "\"code\":0") == NULL)
+			die("exec reply %d: %.300s", r.status, r.body);
+		/* Paired: the bare figure a moment later, same noise. */
+		if (bare != NULL) {
+			dt = spawn_once(bare);
+			if (i >= 0)
+				b[i] = dt;
+		}
+	}
+	close(fd);
+	report("", t, (size_t)n);
+	if (bare != NULL)
+		report("bare_", b, (size_t)n);
+	free(t);
+	free(b);
+	free(req);
+	return 0;
+}
+
+/* ------------------------------------------------------------ ready */
+
+static int
+health_ok(const char *sock)
+{
+	static const char req[] = "GET /v1/health HTTP/1.1\r\nHost: tend\r\n"
+	    "Connection: close\r\n\r\n";
+	static char buf[64 * 1024];
+	struct reply r;
+	int	fd, ok;
+
+	if ((fd = unix_connect(sock)) == -1)
+		return 0;
+	write_all(fd, req, sizeof(req) - 1);
+	ok = read_reply(fd, buf, sizeof(buf), &r) == 0 && r.status == 200;
+	close(fd);
+	return ok;
+}
+
+/* The first child of pid (the agent under unshare), or -1. */
+static pid_t
+first_child(pid_t pid)
+{
+	char	 path[64];
+	FILE	*f;
+	long	 c = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid,
+	    (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return -1;
+	if (fscanf(f, "%ld", &c) != 1)
+		c = -1;
+	fclose(f);
+	return (pid_t)c;
+}
+
+static int
+cmd_ready(const char *sock, const char *log, char **argv)
+{
+	posix_spawn_file_actions_t fa;
+	struct timespec nap = { 0, 50 * 1000 };
+	int64_t	 t0, dt, deadline;
+	pid_t	 pid, agent, w;
+	int	 rc, st;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, log,
+	    O_WRONLY | O_CREAT | O_APPEND, 0644);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+
+	t0 = now_ns();
+	if ((rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ)) !=
+	    0) {
+		errno = rc;
+		die("posix_spawnp %s:", argv[0]);
+	}
+	deadline = t0 + 5LL * 1000000000;
+	for (;;) {
+		if (health_ok(sock))
+			break;
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			die("%s ended (status %#x) before it was healthy; "
+			    "see %s", argv[0], st, log);
+		if (now_ns() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			die("not healthy after 5 s; see %s", log);
+		}
+		nanosleep(&nap, NULL);
+	}
+	dt = now_ns() - t0;
+
+	agent = first_child(pid);
+	kill(agent > 0 ? agent : pid, SIGTERM);
+	deadline = now_ns() + 5LL * 1000000000;
+	while ((w = waitpid(pid, &st, WNOHANG)) == 0) {
+		if (now_ns() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &st, 0);
+			break;
+		}
+		nanosleep(&nap, NULL);
+	}
+	printf("ready_us=%.1f pid=%d agent=%d\n", (double)dt / 1000.0,
+	    (int)pid, (int)agent);
+	posix_spawn_file_actions_destroy(&fa);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (argc == 5 && strcmp(argv[1], "spawn") == 0)
+		return cmd_spawn(count(argv[2], 1), count(argv[3], 0), argv[4]);
+	if ((argc == 6 || argc == 7) && strcmp(argv[1], "exec") == 0)
+		return cmd_exec(argv[2], count(argv[3], 1), count(argv[4], 0),
+		    argv[5], argc == 7 ? argv[6] : NULL);
+	if (argc >= 5 && strcmp(argv[1], "ready") == 0)
+		return cmd_ready(argv[2], argv[3], argv + 4);
+	fprintf(stderr, "usage: spawnbench spawn N WARM PATH\n"
+	    "       spawnbench exec SOCKET N WARM JSON [PATH]\n"
+	    "       spawnbench ready SOCKET LOG ARGV...\n");
+	return 2;
+}
