@@ -293,7 +293,6 @@ agent_reap_cb(struct ev_loop *l, ev_child *w, int revents)
 		exit_code = WIFSIGNALED(main_status) ?
 		    128 + WTERMSIG(main_status) : WEXITSTATUS(main_status);
 		log_info("event=main_exited code=%d", exit_code);
-		proc_reaped(&tab, w->rpid, w->rstatus);
 		agent_shutdown();
 		return;
 	}

@@ -4,6 +4,7 @@
  */
 #include <sys/types.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -59,6 +60,28 @@ api_of(struct http_conn *c)
 /* ------------------------------------------------------------------ */
 /* Shared helpers */
 
+/* The boot a request names (header, then query), or NULL. */
+static const char *
+api_boot_named(struct http_req *r, char *q, size_t n)
+{
+	const char	*h;
+
+	if ((h = http_header(r, "Tend-Boot")) == NULL &&
+	    http_query(r, "boot", q, n) != 0)
+		h = q;
+	return h;
+}
+
+static bool
+api_pinned_elsewhere(struct http_conn *c, struct http_req *r)
+{
+	const char	*h;
+	char		 q[64];
+
+	h = api_boot_named(r, q, sizeof(q));
+	return h != NULL && strcmp(h, api_of(c)->tab->boot) != 0;
+}
+
 int
 api_pin(struct http_conn *c, struct http_req *r, bool readonly, int *procsfd)
 {
@@ -67,9 +90,7 @@ api_pin(struct http_conn *c, struct http_req *r, bool readonly, int *procsfd)
 	char		 q[64];
 
 	*procsfd = -1;
-	if ((h = http_header(r, "Tend-Boot")) == NULL &&
-	    http_query(r, "boot", q, sizeof(q)))
-		h = q;
+	h = api_boot_named(r, q, sizeof(q));
 	if (h == NULL || strcmp(h, a->tab->boot) == 0)
 		return 0;
 	if (readonly && (*procsfd = boot_open_procs(a->tab->statefd, h)) != -1)
@@ -96,7 +117,7 @@ api_reply_status(struct http_conn *c, struct proc *p)
 	http_reply_json(c, 200, proc_status_json(p));
 }
 
-static void
+void
 api_invalid(struct http_conn *c, const char *field, const char *why)
 {
 	cJSON	*j = http_error_obj("invalid_request", "%s: %s", field, why);
@@ -105,8 +126,7 @@ api_invalid(struct http_conn *c, const char *field, const char *why)
 	http_reply_json(c, 400, j);
 }
 
-/* A JSON number that is a whole number within [lo, hi]. */
-static bool
+bool
 api_integer(const cJSON *n, double lo, double hi)
 {
 	return cJSON_IsNumber(n) && n->valuedouble == floor(n->valuedouble) &&
@@ -295,10 +315,37 @@ nomem:
 	return -1;
 }
 
+/*
+ * Does a JSON text hold "\u0000" inside a string?  cJSON would cut the
+ * string there silently, and a NUL cannot reach argv, env or a path.
+ */
+static bool
+api_has_nul(const char *s, size_t n)
+{
+	bool	instr = false;
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (!instr) {
+			instr = s[i] == '"';
+			continue;
+		}
+		if (s[i] == '"')
+			instr = false;
+		else if (s[i] == '\\') {
+			if (i + 5 < n && s[i + 1] == 'u' &&
+			    strncmp(s + i + 2, "0000", 4) == 0)
+				return true;
+			i++;
+		}
+	}
+	return false;
+}
+
 cJSON *
 api_parse_body(struct http_conn *c, struct http_req *r)
 {
-	const char	*end = NULL, *p;
+	const char	*end = NULL;
 	cJSON		*j;
 
 	if (!codec_utf8_valid(r->body.data, r->body.len)) {
@@ -306,14 +353,11 @@ api_parse_body(struct http_conn *c, struct http_req *r)
 		    "body is not valid UTF-8");
 		return NULL;
 	}
-	/* A NUL cannot reach argv, env or a path: refuse it anywhere. */
-	for (p = r->body.data; (p = strstr(p, "\\u")) != NULL; p += 2)
-		if (strncmp(p + 2, "0000", 4) == 0 && (p == r->body.data ||
-		    p[-1] != '\\')) {
-			http_reply_error(c, 400, "invalid_request",
-			    "strings must not contain NUL (\\u0000)");
-			return NULL;
-		}
+	if (api_has_nul(r->body.data, r->body.len)) {
+		http_reply_error(c, 400, "invalid_request",
+		    "strings must not contain NUL (\\u0000)");
+		return NULL;
+	}
 	j = cJSON_ParseWithLengthOpts(r->body.data, r->body.len, &end, 0);
 	if (j != NULL)
 		while (end < r->body.data + r->body.len &&
@@ -415,24 +459,70 @@ api_launch(struct http_conn *c, struct http_req *r)
 	cJSON_Delete(j);
 }
 
+/* An earlier boot's records, from their last status files. */
+static cJSON *
+api_list_stored(int procsfd, const char *want)
+{
+	struct dirent	*de;
+	const cJSON	*st;
+	char		 path[PROC_ID_MAX + 16], *s;
+	cJSON		*a, *j;
+	DIR		*d;
+	int		 fd;
+
+	a = cJSON_CreateArray();
+	if ((fd = dup(procsfd)) == -1 || (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		return a;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!proc_id_valid(de->d_name))
+			continue;
+		snprintf(path, sizeof(path), "%.128s/status.json", de->d_name);
+		if ((s = fsutil_read(procsfd, path, 1 << 20, NULL)) == NULL)
+			continue;
+		j = cJSON_Parse(s);
+		free(s);
+		st = cJSON_GetObjectItemCaseSensitive(j, "state");
+		if (j != NULL && (want[0] == '\0' || (cJSON_IsString(st) &&
+		    strcmp(st->valuestring, want) == 0)))
+			cJSON_AddItemToArray(a, j);
+		else
+			cJSON_Delete(j);
+	}
+	closedir(d);
+	return a;
+}
+
 static void
 api_list(struct http_conn *c, struct http_req *r)
 {
 	struct proc	*p;
 	char		 want[16];
 	cJSON		*a;
-	int		 fd;
+	int		 fd, pinned;
 
-	if (api_pin(c, r, false, &fd) != 0)
+	if ((pinned = api_pin(c, r, true, &fd)) == -1)
 		return;
-	if (http_query(r, "state", want, sizeof(want)) &&
-	    strcmp(want, "running") != 0 && strcmp(want, "exited") != 0 &&
-	    strcmp(want, "error") != 0) {
-		http_reply_error(c, 400, "invalid_request",
-		    "state: must be running, exited or error");
-		return;
-	} else if (!http_query(r, "state", want, sizeof(want)))
+	switch (http_query(r, "state", want, sizeof(want))) {
+	case 0:
 		want[0] = '\0';
+		break;
+	case 1:
+		if (strcmp(want, "running") == 0 || strcmp(want, "exited") == 0 ||
+		    strcmp(want, "error") == 0)
+			break;
+		/* FALLTHROUGH */
+	default:
+		api_invalid(c, "state", "must be running, exited or error");
+		return;
+	}
+	if (pinned == 1) {
+		http_reply_json(c, 200, api_list_stored(fd, want));
+		close(fd);
+		return;
+	}
 	a = cJSON_CreateArray();
 	for (p = api_of(c)->tab->head; p != NULL; p = p->next)
 		if (want[0] == '\0' || strcmp(want, proc_state_name(p->state)) == 0)
@@ -532,8 +622,7 @@ api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
 
 	if (r->body_error)
 		return;
-	if (http_header(r, "Tend-Boot") != NULL &&
-	    strcmp(http_header(r, "Tend-Boot"), api_of(c)->tab->boot) != 0) {
+	if (api_pinned_elsewhere(c, r)) {
 		r->body_error = 410;
 		return;
 	}
@@ -647,14 +736,12 @@ api_wait(struct http_conn *c, struct http_req *r)
 {
 	struct api_waiter	*wt;
 	struct proc		*p;
-	char			 v[24];
 	uint64_t		 ms = 0;
 	int			 fd;
 
 	if (api_pin(c, r, false, &fd) != 0)
 		return;
-	if (http_query(r, "timeout", v, sizeof(v)) &&
-	    codec_parse_u64(v, &ms) == -1) {
+	if (http_query_u64(r, "timeout", &ms) == -1 || ms > 1e12) {
 		api_invalid(c, "timeout", "must be a number of milliseconds");
 		return;
 	}

@@ -40,6 +40,10 @@ int	api_launch_opts(struct http_conn *, cJSON *j, bool exec,
  * after it, no NUL inside strings.  NULL after replying 400.
  */
 cJSON	*api_parse_body(struct http_conn *, struct http_req *);
+/* 400 invalid_request naming the field. */
+void	api_invalid(struct http_conn *, const char *field, const char *why);
+/* A JSON number that is a whole number within [lo, hi]. */
+bool	api_integer(const cJSON *, double lo, double hi);
 void	api_reply_spawn_error(struct http_conn *, bool spawn_failed, int err,
 	    const char *id);
 

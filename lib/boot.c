@@ -28,6 +28,7 @@ struct boot_ent {
 
 static void	boot_mark_lost(int procsfd, const char *boot);
 static int	boot_cmp(const void *, const void *);
+static void	boot_set_size(cJSON *, int, const char *, const char *);
 
 int
 boot_new_id(char out[BOOT_ID_LEN + 1])
@@ -178,6 +179,17 @@ boot_scan(int statefd, const char *current, int keep)
 	closedir(d);
 }
 
+static void
+boot_set_size(cJSON *j, int dfd, const char *file, const char *field)
+{
+	struct stat	st;
+
+	if (fstatat(dfd, file, &st, 0) == -1)
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(j, field);
+	cJSON_AddNumberToObject(j, field, (double)st.st_size);
+}
+
 /*
  * A record whose boot ended while it was running (or before its first
  * status was written) can never get a real exit: say so, once.
@@ -229,6 +241,9 @@ boot_mark_lost(int procsfd, const char *boot)
 		cJSON_AddItemToObject(j, "error", err);
 		cJSON_DeleteItemFromObjectCaseSensitive(j, "endedAt");
 		cJSON_AddStringToObject(j, "endedAt", now);
+		/* The last status may predate the output: count the files. */
+		boot_set_size(j, dfd, "stdout", "stdoutBytes");
+		boot_set_size(j, dfd, "stderr", "stderrBytes");
 		if ((s = cJSON_PrintUnformatted(j)) != NULL) {
 			if (fsutil_write_atomic(dfd, "status.json", s, strlen(s),
 			    true) == -1)

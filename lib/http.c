@@ -22,6 +22,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "http.h"
 #include "log.h"
 
@@ -815,7 +816,7 @@ http_unescape(const char *s, size_t n, char *out, size_t cap)
 	return true;
 }
 
-bool
+int
 http_query(struct http_req *r, const char *key, char *out, size_t n)
 {
 	const char	*p = r->query, *amp, *eq;
@@ -828,25 +829,41 @@ http_query(struct http_req *r, const char *key, char *out, size_t n)
 		eq = memchr(p, '=', amp - p);
 		if ((size_t)((eq ? eq : amp) - p) == klen &&
 		    strncmp(p, key, klen) == 0) {
-			if (eq == NULL) {
-				if (n > 0)
-					out[0] = '\0';
-				return n > 0;
+			if (n == 0)
+				return -1;
+			out[0] = '\0';
+			if (eq == NULL)
+				return 1;
+			if (!http_unescape(eq + 1, amp - eq - 1, out, n)) {
+				out[0] = '\0';
+				return -1;	/* longer than any valid value */
 			}
-			return http_unescape(eq + 1, amp - eq - 1, out, n);
+			return 1;
 		}
 		p = *amp ? amp + 1 : amp;
 	}
-	return false;
+	return 0;
+}
+
+int
+http_query_u64(struct http_req *r, const char *key, uint64_t *v)
+{
+	char	buf[24];
+	int	rc;
+
+	if ((rc = http_query(r, key, buf, sizeof(buf))) != 1)
+		return rc;
+	return codec_parse_u64(buf, v) == 0 ? 1 : -1;
 }
 
 int
 http_query_bool(struct http_req *r, const char *key, int dflt)
 {
 	char	v[8];
+	int	rc;
 
-	if (!http_query(r, key, v, sizeof(v)))
-		return dflt;
+	if ((rc = http_query(r, key, v, sizeof(v))) != 1)
+		return rc == 0 ? dflt : -1;
 	if (strcmp(v, "1") == 0 || strcmp(v, "true") == 0 || v[0] == '\0')
 		return 1;
 	if (strcmp(v, "0") == 0 || strcmp(v, "false") == 0)

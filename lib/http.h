@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <ev.h>
 #include <http_parser.h>
 #include <cjson/cJSON.h>
@@ -111,8 +112,13 @@ void	http_close_all(struct http_server *);
 
 /* Request accessors. */
 const char *http_header(struct http_req *, const char *name);
-/* Decoded value of query key into out; false when absent. */
-bool	http_query(struct http_req *, const char *key, char *out, size_t n);
+/*
+ * Decoded value of query key into out: 1, or 0 when absent, or -1 when
+ * it does not fit (callers size out above any valid value).
+ */
+int	http_query(struct http_req *, const char *key, char *out, size_t n);
+/* A non-negative decimal query value: 1, 0 when absent, -1 when invalid. */
+int	http_query_u64(struct http_req *, const char *key, uint64_t *);
 /* 1 or 0 for true/1/false/0, dflt when absent, -1 when malformed. */
 int	http_query_bool(struct http_req *, const char *key, int dflt);
 

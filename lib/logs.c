@@ -45,6 +45,7 @@ struct follower {
 	bool			 done;
 	char			 boot[33];
 	char			 id[PROC_ID_MAX + 1];
+	char			 key[PROC_ID_MAX + TIME_MAX + 2];	/* cursors */
 };
 
 static const char *const logs_streams[LS_NSTREAMS] = { "stdout", "stderr" };
@@ -58,6 +59,28 @@ static void	follower_free(struct follower *);
 /* Opening what a request reads */
 
 /*
+ * Cursors name the record, not only its ID: "<id>@<startedAt>", so that a
+ * cursor of a removed record does not fit a later one with the same ID.
+ */
+static void
+follower_name(struct follower *f, const char *boot, const char *id,
+    const char *started)
+{
+	snprintf(f->boot, sizeof(f->boot), "%.32s", boot);
+	snprintf(f->id, sizeof(f->id), "%.128s", id);
+	snprintf(f->key, sizeof(f->key), "%.128s@%.31s", id, started);
+}
+
+static void
+follower_name_proc(struct follower *f, struct proc *p)
+{
+	char	ts[TIME_MAX];
+
+	codec_time(ts, p->started_ms);
+	follower_name(f, p->tab->boot, p->id, ts);
+}
+
+/*
  * The record a read request names: the live process of this boot, or an
  * earlier boot's files opened read-only into f.  -1 after replying.
  */
@@ -65,8 +88,10 @@ static int
 logs_open(struct http_conn *c, struct http_req *r, struct follower *f,
     struct proc **pp)
 {
-	char	 path[PROC_ID_MAX + 32], *s;
-	int	 procsfd, dfd;
+	const cJSON	*st;
+	const char	*b;
+	char		 q[64], *s;
+	int		 procsfd, dfd;
 
 	*pp = NULL;
 	switch (api_pin(c, r, true, &procsfd)) {
@@ -76,8 +101,7 @@ logs_open(struct http_conn *c, struct http_req *r, struct follower *f,
 		if ((*pp = api_proc(c, r)) == NULL)
 			return -1;
 		f->ls = &(*pp)->ls;
-		snprintf(f->boot, sizeof(f->boot), "%s", (*pp)->tab->boot);
-		snprintf(f->id, sizeof(f->id), "%s", (*pp)->id);
+		follower_name_proc(f, *pp);
 		return 0;
 	}
 	dfd = proc_id_valid(r->param[0]) ? openat(procsfd, r->param[0],
@@ -91,18 +115,18 @@ logs_open(struct http_conn *c, struct http_req *r, struct follower *f,
 		    "that boot", r->param[0]);
 		return -1;
 	}
-	snprintf(path, sizeof(path), "status.json");
-	s = fsutil_read(dfd, path, 1 << 20, NULL);
+	s = fsutil_read(dfd, "status.json", 1 << 20, NULL);
 	f->final = s ? cJSON_Parse(s) : NULL;
 	free(s);
 	close(dfd);
 	close(procsfd);
 	f->ls = &f->ro;
-	snprintf(f->boot, sizeof(f->boot), "%s",
-	    http_header(r, "Tend-Boot") ? http_header(r, "Tend-Boot") : "");
-	if (f->boot[0] == '\0')
-		(void)http_query(r, "boot", f->boot, sizeof(f->boot));
-	snprintf(f->id, sizeof(f->id), "%s", r->param[0]);
+	st = cJSON_GetObjectItemCaseSensitive(f->final, "startedAt");
+	b = http_header(r, "Tend-Boot");
+	if (b == NULL && http_query(r, "boot", q, sizeof(q)) == 1)
+		b = q;
+	follower_name(f, b ? b : "", r->param[0],
+	    cJSON_IsString(st) ? st->valuestring : "");
 	return 0;
 }
 
@@ -160,7 +184,7 @@ follower_terminal(struct follower *f)
 	char		*s;
 	int		 rc;
 
-	cursor_format(cur, f->boot, f->id, f->ls->nrec);
+	cursor_format(cur, f->boot, f->key, f->ls->nrec);
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "type", "terminal");
 	if (p != NULL) {
@@ -207,6 +231,30 @@ follower_terminal(struct follower *f)
 }
 
 /*
+ * The retained part of a record, read into logs_chunk: its length (0 when
+ * the disk bound released all of it); released bytes add to *skipped.
+ */
+static size_t
+logs_rec_data(struct logstore *ls, const struct ls_rec *rec,
+    uint64_t *skipped)
+{
+	uint64_t	start = ls->start[rec->stream], skip = 0;
+	ssize_t		n = 0;
+
+	if (rec->offset < start)
+		skip = start - rec->offset < rec->len ? start - rec->offset :
+		    rec->len;
+	if (skip < rec->len) {
+		n = logstore_pread(ls, rec->stream, logs_chunk, rec->len - skip,
+		    rec->offset + skip);
+		if (n < 0)
+			n = 0;
+	}
+	*skipped += rec->len - n;
+	return n;
+}
+
+/*
  * Deliver index records after f->seq while the connection takes them.
  * Returns true when caught up with what is stored.
  */
@@ -217,8 +265,8 @@ follower_pump_sse(struct follower *f)
 	struct ls_rec	 rec;
 	struct buf	 ev = { 0 };
 	char		 cur[CURSOR_MAX];
-	uint64_t	 skipped = 0, skip, start;
-	ssize_t		 n;
+	uint64_t	 skipped = 0;
+	size_t		 n;
 	bool		 caught_up = false;
 
 	while (!f->done && http_conn_pending(f->c) < HTTP_OUT_HIGH) {
@@ -226,29 +274,14 @@ follower_pump_sse(struct follower *f)
 			caught_up = true;
 			break;
 		}
-		start = ls->start[rec.stream];
-		skip = 0;
-		if (rec.offset < start)
-			skip = start - rec.offset < rec.len ? start - rec.offset :
-			    rec.len;
-		n = 0;
-		if (skip < rec.len) {
-			n = logstore_pread(ls, rec.stream, logs_chunk,
-			    rec.len - skip, rec.offset + skip);
-			if (n == -1 && errno == ERANGE) {
-				skip = rec.len;	/* trimmed meanwhile */
-				n = 0;
-			} else if (n < 0)
-				n = 0;
-		}
-		skipped += skip + (rec.len - skip - n);
+		n = logs_rec_data(ls, &rec, &skipped);
 		f->seq = rec.seq;
-		cursor_format(cur, f->boot, f->id, f->seq);
+		cursor_format(cur, f->boot, f->key, f->seq);
 		if (skipped > 0 && (n > 0 || logstore_rec(ls, f->seq + 1,
 		    &rec) == -1)) {
 			char	tcur[CURSOR_MAX];
 
-			cursor_format(tcur, f->boot, f->id,
+			cursor_format(tcur, f->boot, f->key,
 			    n > 0 ? f->seq - 1 : f->seq);
 			buf_reset(&ev);
 			logs_event_head(&ev, "truncated", tcur, rec.ts_ms);
@@ -258,7 +291,7 @@ follower_pump_sse(struct follower *f)
 			if (http_sse_event(f->c, tcur, ev.data) == -1)
 				break;
 		}
-		if (n <= 0)
+		if (n == 0)
 			continue;
 		buf_reset(&ev);
 		logs_event_head(&ev, logs_streams[rec.stream], cur, rec.ts_ms);
@@ -344,8 +377,6 @@ follower_event(struct proc_watch *w, enum proc_event ev)
 		http_conn_abort(f->c);
 		return;
 	}
-	if (ev == PROC_EV_EXIT && f->kind == FK_EXEC)
-		proc_drain_now(w->proc);
 	follower_pump(f);
 }
 
@@ -420,7 +451,6 @@ logs_raw(struct http_conn *c, struct http_req *r)
 {
 	struct follower	*f;
 	struct proc	*p;
-	char		 v[24];
 	int		 follow;
 
 	if ((follow = http_query_bool(r, "follow", 0)) == -1) {
@@ -430,8 +460,7 @@ logs_raw(struct http_conn *c, struct http_req *r)
 	}
 	if ((f = follower_new(c)) == NULL)
 		return;
-	if (http_query(r, "offset", v, sizeof(v)) &&
-	    codec_parse_u64(v, &f->off) == -1) {
+	if (http_query_u64(r, "offset", &f->off) == -1) {
 		free(f);
 		http_reply_error(c, 400, "invalid_request",
 		    "offset: must be a non-negative integer");
@@ -464,10 +493,19 @@ logs_since(struct http_conn *c, struct http_req *r, struct follower *f)
 		    "replay and follow take true, false, 1 or 0");
 		return -1;
 	}
-	since = http_query(r, "since", q, sizeof(q)) ? q :
-	    http_header(r, "Last-Event-ID");
+	switch (http_query(r, "since", q, sizeof(q))) {
+	case 1:
+		since = q;
+		break;
+	case 0:
+		since = http_header(r, "Last-Event-ID");
+		break;
+	default:
+		since = "-";
+	}
 	if (since != NULL && since[0] != '\0' &&
-	    cursor_parse(since, f->boot, f->id, &f->seq) == -1) {
+	    (cursor_parse(since, f->boot, f->key, &f->seq) == -1 ||
+	    f->seq > f->ls->nrec)) {
 		http_reply_error(c, 400, "invalid_request", "since: not a "
 		    "cursor of process '%s' in this boot", f->id);
 		return -1;
@@ -483,15 +521,14 @@ logs_json(struct http_conn *c, struct http_req *r, struct follower *f)
 {
 	struct ls_rec	 rec;
 	struct buf	 data[LS_NSTREAMS] = { { 0 }, { 0 } }, b64 = { 0 };
-	char		 cur[CURSOR_MAX], v[24];
-	uint64_t	 limit = LOGS_JSON_LIMIT, total = 0;
-	ssize_t		 n;
+	char		 cur[CURSOR_MAX];
+	uint64_t	 limit = LOGS_JSON_LIMIT, total = 0, skipped = 0;
+	size_t		 n;
 	bool		 ended;
 	cJSON		*j;
 	int		 s;
 
-	if (http_query(r, "limitBytes", v, sizeof(v)) &&
-	    (codec_parse_u64(v, &limit) == -1 || limit == 0)) {
+	if (http_query_u64(r, "limitBytes", &limit) == -1 || limit == 0) {
 		http_reply_error(c, 400, "invalid_request",
 		    "limitBytes: must be a positive integer");
 		return;
@@ -500,15 +537,12 @@ logs_json(struct http_conn *c, struct http_req *r, struct follower *f)
 		if (total > 0 && total + rec.len > limit)
 			break;
 		f->seq = rec.seq;
-		n = logstore_pread(f->ls, rec.stream, logs_chunk, rec.len,
-		    rec.offset);
-		if (n > 0) {
-			buf_add(&data[rec.stream], logs_chunk, n);
-			total += n;
-		}
+		n = logs_rec_data(f->ls, &rec, &skipped);
+		buf_add(&data[rec.stream], logs_chunk, n);
+		total += n;
 	}
 	ended = follower_ended(f) && logstore_rec(f->ls, f->seq + 1, &rec) == -1;
-	cursor_format(cur, f->boot, f->id, f->seq);
+	cursor_format(cur, f->boot, f->key, f->seq);
 	j = cJSON_CreateObject();
 	for (s = 0; s < LS_NSTREAMS; s++) {
 		buf_reset(&b64);
@@ -520,6 +554,9 @@ logs_json(struct http_conn *c, struct http_req *r, struct follower *f)
 	buf_free(&b64);
 	cJSON_AddStringToObject(j, "cursor", cur);
 	cJSON_AddBoolToObject(j, "ended", ended);
+	/* tend addition: bytes the disk bound released before they were read. */
+	if (skipped > 0)
+		cJSON_AddNumberToObject(j, "skippedBytes", (double)skipped);
 	http_reply_json(c, 200, j);
 }
 
@@ -634,10 +671,8 @@ exec_event(struct proc_watch *w, enum proc_event ev)
 		proc_watch_del(w);
 		free(x);
 		http_reply_error(c, 404, "not_found", "the process was removed");
-	} else if (ev == PROC_EV_EXIT) {
-		proc_drain_now(w->proc);
+	} else if (ev == PROC_EV_EXIT)
 		exec_reply(x, w->proc);
-	}
 }
 
 static void
@@ -677,16 +712,14 @@ logs_exec(struct http_conn *c, struct http_req *r)
 	if ((fi = cJSON_GetObjectItemCaseSensitive(j, "stdin")) != NULL) {
 		if (!cJSON_IsString(fi) || codec_b64_decode(&in, fi->valuestring,
 		    strlen(fi->valuestring)) == -1) {
-			http_reply_error(c, 400, "invalid_request",
-			    "stdin: must be base64 data");
+			api_invalid(c, "stdin", "must be base64 data");
 			goto out;
 		}
 	}
 	if ((fi = cJSON_GetObjectItemCaseSensitive(j, "maxOutputBytes")) != NULL) {
-		if (!cJSON_IsNumber(fi) || fi->valuedouble < 0 ||
-		    fi->valuedouble > 1e15) {
-			http_reply_error(c, 400, "invalid_request",
-			    "maxOutputBytes: must be a number >= 0");
+		if (!api_integer(fi, 0, 1e15)) {
+			api_invalid(c, "maxOutputBytes", "must be an integer "
+			    ">= 0");
 			goto out;
 		}
 		max = (uint64_t)fi->valuedouble;
@@ -706,8 +739,7 @@ logs_exec(struct http_conn *c, struct http_req *r)
 		f->kind = FK_EXEC;
 		f->follow = true;
 		f->ls = &p->ls;
-		snprintf(f->boot, sizeof(f->boot), "%s", p->tab->boot);
-		snprintf(f->id, sizeof(f->id), "%s", p->id);
+		follower_name_proc(f, p);
 		follower_start(f, p);
 		goto out;
 	}
@@ -718,17 +750,10 @@ logs_exec(struct http_conn *c, struct http_req *r)
 	x->c = c;
 	x->max = max;
 	x->t0 = t0;
-	if (p->reaped) {
-		x->w.proc = p;
-		proc_drain_now(p);
-		x->w.proc = NULL;
-		http_conn_own(c, x, NULL, exec_closed);
-		proc_watch_add(p, &x->w, exec_event);
-		exec_reply(x, p);
-		goto out;
-	}
 	proc_watch_add(p, &x->w, exec_event);
 	http_conn_own(c, x, NULL, exec_closed);
+	if (p->reaped)
+		exec_reply(x, p);
 out:
 	buf_free(&in);
 	free(argv);

@@ -33,6 +33,8 @@
 
 #define PROC_DRAIN_ROUNDS	16	/* chunks per wakeup before yielding */
 #define PROC_SETTLE_POLL	0.1	/* s */
+/* "All that is readable now", bounded against a writer that never stops. */
+#define PROC_DRAIN_ALL		4096
 
 extern char **environ;
 
@@ -593,7 +595,7 @@ proc_drain_now(struct proc *p)
 	int	s;
 
 	for (s = 0; s < LS_NSTREAMS; s++)
-		proc_drain(p, s, INT_MAX);
+		proc_drain(p, s, PROC_DRAIN_ALL);
 }
 
 bool
@@ -614,6 +616,11 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 		if (p->pid == pid && !p->reaped && p->state == PROC_RUNNING)
 			break;
 	if (p != NULL) {
+		/*
+		 * What the root wrote is in the pipes now: take it before
+		 * anyone hears of the exit (exec replies at this point).
+		 */
+		proc_drain_now(p);
 		p->reaped = true;
 		if (WIFSIGNALED(wstatus)) {
 			p->sig = WTERMSIG(wstatus);
@@ -971,9 +978,10 @@ proc_delete(struct proc *p)
 		proc_watch_del(w);
 		w->fn(w, PROC_EV_GONE);
 	}
-	if (p->state == PROC_RUNNING)
+	if (p->state == PROC_RUNNING) {
 		t->nlive--;
-	else
+		t->exited++;	/* forced: killed and removed at once */
+	} else
 		t->nexited--;
 	if (p->prev != NULL)
 		p->prev->next = p->next;
