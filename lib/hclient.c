@@ -19,7 +19,7 @@
 #include "buf.h"
 #include "hclient.h"
 
-#define HCLIENT_IO	(64 * 1024)	/* one read from the socket or body fd */
+#define HCLIENT_IO	(64 * 1024)	/* one read of the socket or body */
 
 static int	hclient_fail(struct hclient *, int, const char *, ...)
 		    __attribute__((format(printf, 3, 4)));
@@ -392,14 +392,15 @@ hclient_feed(struct hclient *hc, const char *d, size_t n)
 		return hclient_fail(hc, hc->stoperr, "%s",
 		    hc->stoperr == ECANCELED ? "stopped" :
 		    strerror(hc->stoperr));
-	e = HTTP_PARSER_ERRNO(&hc->parser);
-	if (e != HPE_OK && e != HPE_PAUSED)
-		return hclient_fail(hc, EPROTO, "bad reply: %s",
-		    http_errno_description(e));
+	/* At the end of input http_parser's complaint is the early EOF. */
 	if (n == 0 && !hc->complete)
 		return hclient_fail(hc, ECONNRESET, "%s",
 		    hc->status == 0 ? "connection closed without a reply" :
 		    "connection closed before the reply ended");
+	e = HTTP_PARSER_ERRNO(&hc->parser);
+	if (e != HPE_OK && e != HPE_PAUSED)
+		return hclient_fail(hc, EPROTO, "bad reply: %s",
+		    http_errno_description(e));
 	return 0;
 }
 

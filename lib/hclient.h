@@ -36,11 +36,11 @@ struct hclient_cb {
 };
 
 struct hclient_req {
-	const char		 *method;
-	const char		 *target;	/* path and query, percent-encoded */
-	const char *const	 *headers;	/* "Name: value", NULL-ended, or NULL */
-	const void		 *body;		/* hclient_send only; NULL: none */
-	size_t			  bodylen;
+	const char		*method;
+	const char		*target;	/* path?query, encoded */
+	const char *const	*headers;	/* "Name: value", NULL-ended */
+	const void		*body;		/* hclient_send only, or NULL */
+	size_t			 bodylen;
 };
 
 struct hclient {
@@ -53,10 +53,10 @@ struct hclient {
 	struct buf		 hvalue;
 	int			 hinvalue;	/* last piece was a value */
 	int			 head_only;	/* reply to HEAD: no body */
-	int			 status;	/* final status, 0 until known */
+	int			 status;	/* final status; 0: not yet */
 	int			 complete;	/* the reply has ended */
-	int			 stoperr;	/* errno once a callback stopped */
-	int			 replied;	/* reply began before body sent */
+	int			 stoperr;	/* errno: a callback stopped */
+	int			 replied;	/* reply came before the body */
 	char			 err[160];
 };
 

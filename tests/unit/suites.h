@@ -6,4 +6,5 @@
 	X(buf) \
 	X(codec) \
 	X(cursor) \
-	X(logstore)
+	X(logstore) \
+	X(hclient)

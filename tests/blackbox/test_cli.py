@@ -1,0 +1,441 @@
+"""Black-box tests of the command line (`tend ps`, `run`, `logs`, ...): the
+client subcommands of $TEND_BIN against a live agent, PID 1 of its own PID
+namespace.  What is checked is what an operator sees: stdout, stderr and the
+exit code (0 ok, 1 refused by the agent, 2 usage, 3 agent unreachable; run
+and wait pass the process's exit code through)."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import HEX32, ID_RE, Agent, poll, scaled, TEND_BIN  # noqa: E402
+
+COMMANDS = ("health", "ps", "start", "run", "logs", "status", "wait", "kill", "send", "rm")
+
+# Every option each command's --help must list (besides --socket and --help).
+OPTIONS = {
+    "health": ("--json",),
+    "ps": ("--all", "--json", "--boot"),
+    "start": ("--id", "--cwd", "--env", "--user", "--timeout", "--stdin"),
+    "run": ("--id", "--cwd", "--env", "--user", "--timeout", "--stdin"),
+    "logs": ("--follow", "--stdout", "--stderr", "--since", "--boot"),
+    "status": ("--boot",),
+    "wait": ("--timeout",),
+    "kill": ("--signal",),
+    "send": ("--close",),
+    "rm": ("--force",),
+}
+
+
+def client_env(extra=None):
+    """The caller's environment without TEND_* settings that would steer the client."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TEND_")}
+    env.update(extra or {})
+    return env
+
+
+class CliCase(unittest.TestCase):
+    """One agent for the class; each test uses its own process IDs."""
+
+    agent = None
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.access(TEND_BIN, os.X_OK):
+            raise unittest.SkipTest("TEND_BIN %s is not an executable" % TEND_BIN)
+        cls.agent = Agent()
+        try:
+            cls.agent.wait_healthy()
+        except Exception:
+            cls.agent.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.agent is not None:
+            cls.agent.close()
+
+    def tend(self, *args, input=None, timeout=20, env=None, sock=True):
+        """Run the client to completion: CompletedProcess with bytes."""
+        argv = [TEND_BIN] + (["-S", self.agent.sock] if sock else []) + list(args)
+        return subprocess.run(argv, input=input, capture_output=True, timeout=scaled(timeout),
+                              env=client_env(env), stdin=None if input is not None else subprocess.DEVNULL)
+
+    def popen(self, *args, **kw):
+        argv = [TEND_BIN, "-S", self.agent.sock] + list(args)
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, env=client_env(), **kw)
+
+    def ok(self, *args, **kw):
+        r = self.tend(*args, **kw)
+        self.assertEqual(r.returncode, 0, r)
+        return r
+
+    def start(self, pid_id, *argv, opts=()):
+        r = self.ok("start", "--id", pid_id, *opts, "--", *argv)
+        self.assertEqual(r.stdout, pid_id.encode() + b"\n", r)
+        return pid_id
+
+    def assertOneLineError(self, r, code):
+        """One line on stderr, "tend: ...", and the exit code."""
+        self.assertEqual(r.returncode, code, r)
+        err = r.stderr.decode()
+        self.assertTrue(err.startswith("tend: "), r)
+        self.assertTrue(err.endswith("\n"), r)
+        self.assertEqual(err.count("\n"), 1, r)
+        return err[len("tend: "):-1]
+
+    def assertUsage(self, r):
+        self.assertEqual(r.returncode, 2, r)
+        self.assertIn(b"usage: tend", r.stderr, r)
+        self.assertEqual(r.stdout, b"", r)
+
+
+class TestRun(CliCase):
+
+    def test_stdout_and_stderr_split(self):
+        r = self.tend("run", "--", "sh", "-c", "printf 'to out\\n'; printf 'to err\\n' >&2")
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(r.stdout, b"to out\n")
+        self.assertEqual(r.stderr, b"to err\n")
+
+    def test_exit_code_passed_through(self):
+        r = self.tend("run", "--", "sh", "-c", "echo bye; exit 3")
+        self.assertEqual(r.returncode, 3, r)
+        self.assertEqual(r.stdout, b"bye\n")
+
+    def test_killed_by_signal_is_128_plus_n(self):
+        r = self.tend("run", "--", "sh", "-c", "kill -9 $$")
+        self.assertEqual(r.returncode, 137, r)
+
+    def test_binary_output_exact(self):
+        data = bytes(range(256)) * 300
+        # Bytes that are no text, and more than one chunk: through base64 and back unchanged.
+        r = self.tend("run", "--stdin", "--", "cat", input=data)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, data)
+
+    def test_line_arrives_before_process_ends(self):
+        p = self.popen("run", "--", "sh", "-c", "echo first; sleep 3; echo second")
+        try:
+            t0 = time.monotonic()
+            line = p.stdout.readline()
+            took = time.monotonic() - t0
+            self.assertEqual(line, b"first\n")
+            self.assertLess(took, scaled(2.5), "the first line waited for the process to end")
+            self.assertIsNone(p.poll(), "tend run ended before its process")
+            rest, _ = p.communicate(timeout=scaled(10))
+            self.assertEqual(rest, b"second\n")
+            self.assertEqual(p.returncode, 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+    def test_sigint_and_sigterm_forwarded(self):
+        script = ('trap "echo got INT; exit 42" INT; trap "echo got TERM; exit 43" TERM; '
+                  'echo ready; while :; do sleep 0.1; done')
+        for sig, code, word in ((signal.SIGINT, 42, b"INT"), (signal.SIGTERM, 43, b"TERM")):
+            with self.subTest(sig=sig):
+                p = self.popen("run", "--", "sh", "-c", script)
+                try:
+                    self.assertEqual(p.stdout.readline(), b"ready\n")
+                    p.send_signal(sig)
+                    out, err = p.communicate(timeout=scaled(10))
+                    self.assertEqual(out, b"got " + word + b"\n", err)
+                    self.assertEqual(p.returncode, code, err)
+                finally:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+
+    def test_given_id_and_logs_kept(self):
+        r = self.ok("run", "--id", "run-kept", "--", "sh", "-c", "echo kept")
+        self.assertEqual(r.stdout, b"kept\n")
+        r = self.ok("logs", "run-kept")
+        self.assertEqual(r.stdout, b"kept\n")
+
+    def test_generated_id_in_table(self):
+        self.ok("run", "--", "sh", "-c", "exit 0")
+        r = self.ok("ps", "-a", "--json")
+        ids = [s["id"] for s in json.loads(r.stdout)]
+        self.assertTrue(any(i.startswith("run-") and ID_RE.match(i) for i in ids), ids)
+
+    def test_env_cwd_stdin(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.tend("run", "-e", "GREETING=hello there", "--cwd", d, "--stdin", "--",
+                          "sh", "-c", 'echo "$GREETING"; pwd; cat', input=b"from stdin\n")
+            self.assertEqual(r.returncode, 0, r)
+            self.assertEqual(r.stdout, b"hello there\n" + os.path.realpath(d).encode() + b"\nfrom stdin\n")
+
+    def test_timeout(self):
+        r = self.tend("run", "--timeout", "0.3", "--", "sleep", "30")
+        self.assertIn(r.returncode, (143, 137), r)
+
+    def test_spawn_failure_is_refusal(self):
+        msg = self.assertOneLineError(self.tend("run", "--", "/nonexistent/binary"), 1)
+        self.assertTrue(msg, msg)
+
+
+class TestStartLogs(CliCase):
+
+    def test_start_prints_generated_id(self):
+        r = self.ok("start", "--", "true")
+        pid_id = r.stdout.decode().strip()
+        self.assertRegex(pid_id, ID_RE)
+        self.assertEqual(r.stdout.count(b"\n"), 1)
+
+    def test_start_taken_id_refused(self):
+        self.start("taken", "true")
+        self.assertOneLineError(self.tend("start", "--id", "taken", "--", "true"), 1)
+
+    def test_logs_follow_until_end(self):
+        self.start("follow", "sh", "-c",
+                   "for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 0.3; done")
+        r = self.ok("logs", "-f", "follow", timeout=20)
+        self.assertEqual(r.stdout, b"out1\nout2\nout3\n")
+        self.assertEqual(r.stderr, b"err1\nerr2\nerr3\n")
+
+    def test_logs_streams_filtered(self):
+        self.start("filter", "sh", "-c", "echo o; echo e >&2")
+        self.ok("wait", "filter")
+        r = self.ok("logs", "--stdout", "filter")
+        self.assertEqual((r.stdout, r.stderr), (b"o\n", b""))
+        r = self.ok("logs", "--stderr", "filter")
+        self.assertEqual((r.stdout, r.stderr), (b"", b"e\n"))
+        self.assertUsage(self.tend("logs", "--stdout", "--stderr", "filter"))
+
+    def test_logs_without_follow_returns_while_running(self):
+        self.start("still", "sh", "-c", "echo early; sleep 30")
+        poll(lambda: self.tend("logs", "still").stdout == b"early\n")
+        r = self.ok("logs", "still", timeout=10)
+        self.assertEqual(r.stdout, b"early\n")
+        self.ok("kill", "-s", "KILL", "still")
+
+    def test_logs_since_cursor(self):
+        self.start("since", "sh", "-c", "echo one; sleep 0.3; echo two")
+        self.ok("wait", "since")
+        s = self.agent.sse("/v1/processes/since/logs")
+        outs = s.of_type("stdout")
+        self.assertTrue(outs, s.events)
+        first = [e for e in s.events if e.get("json", {}).get("type") == "stdout"][0]
+        r = self.ok("logs", "--since", first["id"], "since")
+        whole = self.ok("logs", "since").stdout
+        self.assertTrue(whole.endswith(r.stdout), (whole, r.stdout))
+        self.assertLess(len(r.stdout), len(whole))
+
+    def test_logs_boot_pin(self):
+        self.start("pinned", "sh", "-c", "echo pinned")
+        self.ok("wait", "pinned")
+        boot = self.agent.get("/v1/health").json["bootId"]
+        self.assertEqual(self.ok("logs", "--boot", boot, "pinned").stdout, b"pinned\n")
+        self.assertEqual(json.loads(self.ok("status", "--boot", boot, "pinned").stdout)["id"], "pinned")
+        self.ok("ps", "--boot", boot)
+        self.assertOneLineError(self.tend("logs", "--boot", "0" * 32, "pinned"), 1)
+
+
+class TestPs(CliCase):
+
+    def test_table_and_json(self):
+        self.start("ps-run", "sleep", "30")
+        self.start("ps-done", "sh", "-c", "exit 5")
+        self.assertEqual(self.tend("wait", "ps-done").returncode, 5)
+        r = self.ok("ps")
+        lines = r.stdout.decode().splitlines()
+        self.assertEqual(lines[0].split(), ["ID", "PID", "STATE", "EXIT", "AGE", "COMMAND"])
+        rows = {ln.split()[0]: ln.split() for ln in lines[1:]}
+        self.assertIn("ps-run", rows)
+        self.assertNotIn("ps-done", rows, "ps without -a lists only running processes")
+        self.assertEqual(rows["ps-run"][2], "running")
+        self.assertEqual(rows["ps-run"][-2:], ["sleep", "30"])
+
+        r = self.ok("ps", "-a")
+        rows = {ln.split()[0]: ln.split() for ln in r.stdout.decode().splitlines()[1:]}
+        self.assertEqual(rows["ps-done"][2:4], ["exited", "5"])
+
+        arr = json.loads(self.ok("ps", "--json").stdout)
+        self.assertIsInstance(arr, list)
+        self.assertIn("ps-run", [s["id"] for s in arr])
+        self.assertTrue(all(s["state"] == "running" for s in arr), arr)
+        arr = json.loads(self.ok("ps", "-a", "--json").stdout)
+        self.assertIn("ps-done", [s["id"] for s in arr])
+        self.ok("kill", "-s", "KILL", "ps-run")
+
+
+class TestKillWait(CliCase):
+
+    def test_kill_default_term_then_wait(self):
+        self.start("kw-term", "sleep", "30")
+        r = self.ok("kill", "kw-term")
+        self.assertEqual(r.stdout, b"")
+        r = self.tend("wait", "kw-term")
+        self.assertEqual(r.returncode, 143, r)
+
+    def test_kill_signal_spellings(self):
+        for i, spelling in enumerate(("KILL", "SIGKILL", "9", "kill")):
+            with self.subTest(signal=spelling):
+                pid_id = self.start("kw-sig%d" % i, "sleep", "30")
+                self.ok("kill", "-s", spelling, pid_id)
+                self.assertEqual(self.tend("wait", pid_id).returncode, 137)
+
+    def test_kill_usr1_reaches_process(self):
+        self.start("kw-usr1", "sh", "-c", 'trap "exit 7" USR1; while :; do sleep 0.1; done')
+        time.sleep(0.3)
+        self.ok("kill", "--signal", "USR1", "kw-usr1")
+        self.assertEqual(self.tend("wait", "kw-usr1").returncode, 7)
+
+    def test_wait_exit_code_and_timeout(self):
+        self.start("kw-exit", "sh", "-c", "sleep 0.2; exit 9")
+        self.assertEqual(self.tend("wait", "kw-exit").returncode, 9)
+        self.start("kw-long", "sleep", "30")
+        t0 = time.monotonic()
+        r = self.tend("wait", "--timeout", "0.5", "kw-long")
+        self.assertEqual(r.returncode, 124, r)
+        self.assertLess(time.monotonic() - t0, scaled(5))
+        self.ok("kill", "-s", "KILL", "kw-long")
+
+    def test_kill_ended_refused(self):
+        self.start("kw-ended", "true")
+        self.ok("wait", "kw-ended")
+        self.assertOneLineError(self.tend("kill", "kw-ended"), 1)
+
+    def test_bad_signal_is_usage(self):
+        for bad in ("NOPE", "0", "65", "-1", "1.5"):
+            with self.subTest(signal=bad):
+                self.assertUsage(self.tend("kill", "-s", bad, "whatever"))
+
+
+class TestSend(CliCase):
+
+    def test_send_then_close(self):
+        self.start("cat", "cat", opts=("--stdin",))
+        r = self.ok("send", "cat", input=b"hello\n")
+        self.assertEqual(r.stdout, b"")
+        self.ok("send", "--close", "cat", input=b"world\n")
+        self.assertEqual(self.tend("wait", "cat").returncode, 0)
+        self.assertEqual(self.ok("logs", "cat").stdout, b"hello\nworld\n")
+
+    def test_close_with_empty_input(self):
+        self.start("cat-empty", "sh", "-c", "cat; echo eof", opts=("--stdin",))
+        self.ok("send", "--close", "cat-empty", input=b"")
+        self.assertEqual(self.tend("wait", "cat-empty").returncode, 0)
+        self.assertEqual(self.ok("logs", "cat-empty").stdout, b"eof\n")
+
+    def test_large_input_streamed(self):
+        data = os.urandom(3 * 1024 * 1024)
+        self.start("cat-big", "sh", "-c", "wc -c", opts=("--stdin",))
+        self.ok("send", "--close", "cat-big", input=data, timeout=60)
+        self.ok("wait", "cat-big")
+        self.assertEqual(self.ok("logs", "cat-big").stdout.split(), [str(len(data)).encode()])
+
+    def test_send_without_pipe_refused(self):
+        self.start("no-pipe", "sleep", "30")
+        self.assertOneLineError(self.tend("send", "no-pipe", input=b"x"), 1)
+        self.ok("kill", "-s", "KILL", "no-pipe")
+
+
+class TestStatusRm(CliCase):
+
+    def test_status_json(self):
+        self.start("st", "sh", "-c", "exit 4")
+        self.assertEqual(self.tend("wait", "st").returncode, 4)
+        st = json.loads(self.ok("status", "st").stdout)
+        self.assertEqual(st["id"], "st")
+        self.assertEqual(st["state"], "exited")
+        self.assertEqual(st["exit"]["code"], 4)
+
+    def test_rm(self):
+        self.start("rm-me", "sleep", "30")
+        self.assertOneLineError(self.tend("rm", "rm-me"), 1)
+        self.ok("rm", "-f", "rm-me")
+        self.assertOneLineError(self.tend("status", "rm-me"), 1)
+
+
+class TestErrors(CliCase):
+
+    def test_unknown_id(self):
+        want = self.agent.get("/v1/processes/nosuch").json["error"]
+        for cmd in (("status",), ("logs",), ("wait",), ("kill",), ("rm",)):
+            with self.subTest(cmd=cmd):
+                r = self.tend(*cmd, "nosuch")
+                self.assertEqual(self.assertOneLineError(r, 1), want)
+                self.assertEqual(r.stdout, b"")
+
+    def test_no_agent(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "tend.sock")
+            for cmd in (("health",), ("ps",), ("status", "x"), ("run", "--", "true")):
+                with self.subTest(cmd=cmd):
+                    r = self.tend("-S", path, *cmd, sock=False)
+                    msg = self.assertOneLineError(r, 3)
+                    self.assertIn("cannot connect to " + path, msg)
+                    self.assertIn("No such file or directory", msg)
+            # The socket after the command, and from the environment.
+            msg = self.assertOneLineError(self.tend("ps", "-S", path, sock=False), 3)
+            self.assertIn(path, msg)
+            msg = self.assertOneLineError(self.tend("ps", sock=False, env={"TEND_SOCKET": path}), 3)
+            self.assertIn(path, msg)
+
+    def test_socket_from_environment(self):
+        r = self.tend("health", sock=False, env={"TEND_SOCKET": self.agent.sock})
+        self.assertEqual(r.returncode, 0, r)
+
+    def test_bad_usage(self):
+        cases = (
+            ("ps", "--bogus"),
+            ("ps", "extra"),
+            ("nosuchcommand",),
+            ("logs",),
+            ("status",),
+            ("run",),
+            ("run", "--"),
+            ("start", "--timeout", "abc", "--", "true"),
+            ("run", "--timeout", "-1", "--", "true"),
+            ("wait", "--timeout"),
+            ("run", "-e", "=x", "--", "true"),
+            ("kill", "-s"),
+            ("--bogus-global", "ps"),
+        )
+        for args in cases:
+            with self.subTest(args=args):
+                self.assertUsage(self.tend(*args))
+        r = self.tend(sock=False)
+        self.assertEqual(r.returncode, 2, r)
+
+
+class TestHelpHealth(CliCase):
+
+    def test_main_help(self):
+        r = self.ok("--help", sock=False)
+        out = r.stdout.decode()
+        for cmd in COMMANDS:
+            self.assertRegex(out, r"(?m)^\s+%s\s" % cmd)
+        self.assertIn("--socket", out)
+        self.assertIn("Exit codes", out)
+
+    def test_command_help_lists_every_option(self):
+        for cmd, opts in OPTIONS.items():
+            with self.subTest(cmd=cmd):
+                r = self.ok(cmd, "--help", sock=False)
+                out = r.stdout.decode()
+                self.assertTrue(out.startswith("usage: tend %s" % cmd), out)
+                for opt in opts + ("--socket", "--help"):
+                    self.assertIn(opt, out)
+                self.assertIn("Exit codes", out)
+
+    def test_health(self):
+        boot = self.agent.get("/v1/health").json["bootId"]
+        self.assertRegex(boot, HEX32)
+        out = self.ok("health").stdout.decode()
+        self.assertIn(boot, out)
+        j = json.loads(self.ok("health", "--json").stdout)
+        self.assertEqual(j["bootId"], boot)
+
+
+if __name__ == "__main__":
+    unittest.main()
