@@ -192,6 +192,8 @@ agent_main(int argc, char **argv)
 
 	agent_options(argc, argv);
 	log_init("tend", opt.verbose);
+	/* Nothing inherited: children get default dispositions from us. */
+	proc_reset_signals();
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Outside a PID namespace, orphans of our children still come to us. */

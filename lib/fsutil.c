@@ -60,6 +60,31 @@ fail:
 }
 
 int
+fsutil_write_new(int dirfd, const char *name, const void *d, size_t n)
+{
+	const char	*p = d;
+	ssize_t		 w;
+	int		 fd, saved;
+
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	if (fd == -1)
+		return -1;
+	while (n > 0) {
+		if ((w = write(fd, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			saved = errno;
+			close(fd);
+			errno = saved;
+			return -1;
+		}
+		p += w;
+		n -= w;
+	}
+	return close(fd);
+}
+
+int
 fsutil_rmtree(int dirfd, const char *name)
 {
 	struct dirent	*de;

@@ -10,6 +10,8 @@
 /* Replace name in dirfd atomically: name.tmp, (fsync), rename. */
 int	fsutil_write_atomic(int dirfd, const char *name, const void *, size_t,
 	    bool sync);
+/* Write a file that must not exist yet (O_EXCL), in one go. */
+int	fsutil_write_new(int dirfd, const char *name, const void *, size_t);
 /* Remove name (a file or a whole tree) in dirfd.  ENOENT is success. */
 int	fsutil_rmtree(int dirfd, const char *name);
 /* mkdir -p of a relative path under dirfd, mode 0700. */

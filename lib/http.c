@@ -185,6 +185,7 @@ http_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				/* Level-triggered: pause or we would spin. */
 				log_warn("event=accept_failed");
 				ev_io_stop(loop, &srv->io);
+				ev_timer_set(&srv->backoff, 0.1, 0.);
 				ev_timer_start(loop, &srv->backoff);
 			}
 			return;

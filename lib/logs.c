@@ -100,7 +100,11 @@ logs_open(struct http_conn *c, struct http_req *r, struct follower *f,
 	case 0:
 		if ((*pp = api_proc(c, r)) == NULL)
 			return -1;
-		f->ls = &(*pp)->ls;
+		if ((f->ls = proc_store(*pp)) == NULL) {
+			http_reply_error(c, 500, "internal", "cannot open the "
+			    "output of '%s': %s", (*pp)->id, strerror(errno));
+			return -1;
+		}
 		follower_name_proc(f, *pp);
 		return 0;
 	}

@@ -18,6 +18,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +36,17 @@
 #define PROC_SETTLE_POLL	0.1	/* s */
 /* "All that is readable now", bounded against a writer that never stops. */
 #define PROC_DRAIN_ALL		4096
+#define PROC_SYNC_DELAY		1.0	/* s, final statuses reach the disk */
+#define PROC_SWEEP		5.0	/* s, ended records' files closed */
 
 extern char **environ;
 
 static const char *const proc_streams[LS_NSTREAMS] = { "stdout", "stderr" };
+
+/* The child's ends of its stdio. */
+struct proc_fds {
+	int	in, out, err;
+};
 
 static void	proc_out_cb(struct ev_loop *, ev_io *, int);
 static void	proc_in_cb(struct ev_loop *, ev_io *, int);
@@ -54,6 +62,9 @@ static int	proc_write_meta(struct proc *, const struct proc_opts *);
 static void	proc_free(struct proc *);
 static void	proc_trim_exited(struct proctab *);
 static void	proc_trim_cb(struct ev_loop *, ev_idle *, int);
+static void	proc_sync_cb(struct ev_loop *, ev_timer *, int);
+static void	proc_sweep_cb(struct ev_loop *, ev_timer *, int);
+static bool	proc_release_fds(struct proc *);
 static void	proc_stdin_flush(struct proc *);
 static void	proc_stdin_close(struct proc *);
 static char	**proc_envp(struct proctab *, char **);
@@ -80,6 +91,10 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 	t->keep_exited = PROC_KEEP_EXITED;
 	t->maxlog = LOG_MAX_BYTES;
 	ev_idle_init(&t->trim, proc_trim_cb);
+	ev_timer_init(&t->sync, proc_sync_cb, PROC_SYNC_DELAY, 0.);
+	ev_timer_init(&t->sweep, proc_sweep_cb, PROC_SWEEP, PROC_SWEEP);
+	ev_timer_start(loop, &t->sweep);
+	ev_unref(loop);		/* the sweep alone does not keep the loop */
 
 	/* The base environment: the agent's, without its own TEND_* knobs. */
 	while (environ[n] != NULL)
@@ -112,7 +127,8 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 		struct rlimit	rl = t->child_nofile;
 
 		rl.rlim_cur = rl.rlim_max;
-		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		t->nofile_raised = rl.rlim_cur != t->child_nofile.rlim_cur &&
+		    setrlimit(RLIMIT_NOFILE, &rl) == 0;
 	}
 	return 0;
 }
@@ -127,6 +143,12 @@ proctab_free(struct proctab *t)
 		proc_free(p);
 	}
 	ev_idle_stop(t->loop, &t->trim);
+	ev_ref(t->loop);
+	ev_timer_stop(t->loop, &t->sweep);
+	if (ev_is_active(&t->sync)) {
+		ev_timer_stop(t->loop, &t->sync);
+		proc_sync_cb(t->loop, &t->sync, 0);
+	}
 	free(t->baseenv);
 	t->baseenv = NULL;
 }
@@ -297,6 +319,155 @@ fail:
 	_exit(127);
 }
 
+/*
+ * The fork path, for launches that change user: everything is set up in
+ * the child, and a failure comes back as an errno on a close-on-exec pipe.
+ */
+static pid_t
+proc_exec_fork(struct proctab *t, const struct proc_opts *o, char **envp,
+    const struct proc_fds *f, bool *spawn_failed, int *err)
+{
+	sigset_t	all, old;
+	ssize_t		n;
+	pid_t		pid;
+	int		xpipe[2], childerr;
+
+	if (pipe2(xpipe, O_CLOEXEC) == -1) {
+		*err = errno;
+		return -1;
+	}
+	/*
+	 * Signals are blocked across fork so that no handler of the agent
+	 * runs in the child before it resets them.
+	 */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0)
+		proc_child(o, t, envp, f->in, f->out, f->err, xpipe[1]);
+	*err = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(xpipe[1]);
+	if (pid == -1) {
+		close(xpipe[0]);
+		if (*err == ENOMEM)
+			*err = EAGAIN;
+		return -1;
+	}
+	/* EOF: exec succeeded (the pipe is close-on-exec). */
+	do
+		n = read(xpipe[0], &childerr, sizeof(childerr));
+	while (n == -1 && errno == EINTR);
+	close(xpipe[0]);
+	if (n == (ssize_t)sizeof(childerr)) {
+		*spawn_failed = true;
+		*err = childerr;
+		return -1;
+	}
+	return pid;
+}
+
+/*
+ * argv[0] as execvp would find it, but along the PATH of the child's
+ * environment.  -1 with ENOENT, or EACCES when only non-executable
+ * files of that name exist.
+ */
+static int
+proc_which(char **envp, const char *name, char *out, size_t n)
+{
+	const char	*path = "/usr/local/bin:/usr/bin:/bin", *p, *colon;
+	struct stat	 st;
+	size_t		 i, len;
+	int		 err = ENOENT;
+
+	if (strchr(name, '/') != NULL) {
+		snprintf(out, n, "%s", name);
+		return 0;
+	}
+	for (i = 0; envp[i] != NULL; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			path = envp[i] + 5;
+	for (p = path; ; p = colon + 1) {
+		colon = strchr(p, ':');
+		len = colon ? (size_t)(colon - p) : strlen(p);
+		if (snprintf(out, n, "%.*s%s%s", (int)len, p, len ? "/" : "",
+		    name) < (int)n && stat(out, &st) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			err = EACCES;
+		}
+		if (colon == NULL)
+			break;
+	}
+	errno = err;
+	return -1;
+}
+
+/*
+ * The common path: posix_spawn (vfork-fast) with a new session, default
+ * signals, an empty mask, the three pipes and nothing else open.  What
+ * posix_spawn cannot do is done from here right after: the oom score and
+ * the fd limit, before the process can have done much.
+ */
+static pid_t
+proc_exec_spawn(struct proctab *t, const struct proc_opts *o, char **envp,
+    const struct proc_fds *f, bool *spawn_failed, int *err)
+{
+	posix_spawn_file_actions_t	 fa;
+	posix_spawnattr_t		 attr;
+	sigset_t			 all, none;
+	char				 path[PATH_MAX], file[64], adj[16];
+	pid_t				 pid;
+	int				 rc, fd;
+
+	if (proc_which(envp, o->argv[0], path, sizeof(path)) == -1) {
+		*spawn_failed = true;
+		*err = errno;
+		return -1;
+	}
+	posix_spawnattr_init(&attr);
+	posix_spawn_file_actions_init(&fa);
+	sigfillset(&all);
+	/*
+	 * glibc's sigfillset leaves out the two signals it reserves (32,
+	 * 33), and its posix_spawn then sets them to SIG_IGN in the child
+	 * (ignored dispositions survive exec).  Add them by hand: the set is
+	 * only handed to posix_spawn's own "reset to default" loop.
+	 */
+	all.__val[0] |= 1UL << (32 - 1) | 1UL << (33 - 1);
+	sigemptyset(&none);
+	posix_spawnattr_setsigdefault(&attr, &all);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID |
+	    POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+	posix_spawn_file_actions_adddup2(&fa, f->in, 0);
+	posix_spawn_file_actions_adddup2(&fa, f->out, 1);
+	posix_spawn_file_actions_adddup2(&fa, f->err, 2);
+	posix_spawn_file_actions_addclosefrom_np(&fa, 3);
+	if (o->cwd != NULL)
+		posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
+	rc = posix_spawn(&pid, path, &fa, &attr, o->argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (rc != 0) {
+		*err = rc;
+		*spawn_failed = rc != EAGAIN && rc != ENOMEM;
+		if (rc == ENOMEM)
+			*err = EAGAIN;
+		return -1;
+	}
+	snprintf(file, sizeof(file), "/proc/%d/oom_score_adj", (int)pid);
+	if ((fd = open(file, O_WRONLY | O_CLOEXEC)) != -1) {
+		snprintf(adj, sizeof(adj), "%d", t->child_oom);
+		(void)!write(fd, adj, strlen(adj));
+		close(fd);
+	}
+	if (t->nofile_raised)
+		(void)prlimit(pid, RLIMIT_NOFILE, &t->child_nofile, NULL);
+	return pid;
+}
+
 static int
 proc_pipe(int fds[2], int parent_end)
 {
@@ -333,11 +504,10 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 {
 	struct proc	*p;
 	char		 cwd[PATH_MAX], **envp = NULL;
+	struct proc_fds	 fds;
 	int		 opipe[2] = { -1, -1 }, epipe[2] = { -1, -1 };
-	int		 ipipe[2] = { -1, -1 }, xpipe[2] = { -1, -1 };
-	int		 nullfd = -1, childerr, i;
-	sigset_t	 all, old;
-	ssize_t		 n;
+	int		 ipipe[2] = { -1, -1 };
+	int		 nullfd = -1, i;
 	pid_t		 pid;
 
 	*spawn_failed = false;
@@ -384,8 +554,7 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 	    o->maxlog ? o->maxlog : t->maxlog) == -1)
 		goto fail;
 
-	if (proc_pipe(opipe, 0) == -1 || proc_pipe(epipe, 0) == -1 ||
-	    pipe2(xpipe, O_CLOEXEC) == -1)
+	if (proc_pipe(opipe, 0) == -1 || proc_pipe(epipe, 0) == -1)
 		goto fail;
 	if (o->stdin_pipe) {
 		if (proc_pipe(ipipe, 1) == -1)
@@ -395,37 +564,15 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 	if ((envp = proc_envp(t, o->env)) == NULL)
 		goto fail;
 
-	/*
-	 * Signals are blocked across fork so that no handler of the agent
-	 * runs in the child before it resets them.
-	 */
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = fork();
-	if (pid == 0)
-		proc_child(o, t, envp, o->stdin_pipe ? ipipe[0] : nullfd,
-		    opipe[1], epipe[1], xpipe[1]);
-	*err = errno;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	fds.in = o->stdin_pipe ? ipipe[0] : nullfd;
+	fds.out = opipe[1];
+	fds.err = epipe[1];
+	pid = o->has_user ? proc_exec_fork(t, o, envp, &fds, spawn_failed, err) :
+	    proc_exec_spawn(t, o, envp, &fds, spawn_failed, err);
 	free(envp);
 	envp = NULL;
-	if (pid == -1) {
-		if (*err == EAGAIN || *err == ENOMEM)
-			*err = EAGAIN;
-		goto fail_keep_err;
-	}
-
-	close(xpipe[1]);
-	xpipe[1] = -1;
-	/* EOF: exec succeeded (the pipe is close-on-exec). */
-	do
-		n = read(xpipe[0], &childerr, sizeof(childerr));
-	while (n == -1 && errno == EINTR);
-	if (n == (ssize_t)sizeof(childerr)) {
-		*spawn_failed = true;
-		*err = childerr;
-		goto fail_keep_err;	/* the reap loop collects the child */
-	}
+	if (pid == -1)
+		goto fail_keep_err;	/* a failed child is left to the reaper */
 
 	p->pid = pid;
 	p->started_ms = codec_now_ms();
@@ -434,7 +581,6 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 	p->out[1] = epipe[0];
 	close(opipe[1]);
 	close(epipe[1]);
-	close(xpipe[0]);
 	if (nullfd != -1)
 		close(nullfd);
 	if (o->stdin_pipe) {
@@ -479,8 +625,6 @@ fail_keep_err:
 			close(epipe[i]);
 		if (ipipe[i] != -1)
 			close(ipipe[i]);
-		if (xpipe[i] != -1)
-			close(xpipe[i]);
 	}
 	if (nullfd != -1)
 		close(nullfd);
@@ -534,7 +678,7 @@ proc_write_meta(struct proc *p, const struct proc_opts *o)
 	cJSON_Delete(j);
 	if (s == NULL)
 		return -1;
-	rc = fsutil_write_atomic(p->dirfd, "meta.json", s, strlen(s), false);
+	rc = fsutil_write_new(p->dirfd, "meta.json", s, strlen(s));
 	free(s);
 	return rc;
 }
@@ -585,6 +729,7 @@ proc_drain(struct proc *p, int s, int rounds)
 			if (p->state != PROC_RUNNING)
 				proc_write_status(p, true);
 			proc_notify(p, PROC_EV_EOF);
+			(void)proc_release_fds(p);
 		}
 	}
 }
@@ -687,6 +832,7 @@ proc_settle(struct proc *p)
 	t->exited++;
 	proc_write_status(p, true);
 	proc_notify(p, PROC_EV_END);
+	(void)proc_release_fds(p);
 	/*
 	 * Trimming old records waits for the loop: our callers may be
 	 * walking the table.
@@ -895,27 +1041,113 @@ proc_status_json(struct proc *p)
 }
 
 /*
- * status.json is replaced atomically.  Only a final status is fsynced:
- * a record found "running" after a crash becomes "lost" either way.
+ * status.json.  The first is a new file, written directly; later ones
+ * replace it atomically (temp file, rename).  A final status is made
+ * durable by one syncfs of the state dir at most a second later, rather
+ * than an fsync per file on the loop: a record found "running" after a
+ * crash becomes "lost" either way.
  */
 static void
 proc_write_status(struct proc *p, bool final)
 {
-	cJSON	*j;
-	char	*s;
+	struct proctab	*t = p->tab;
+	cJSON		*j;
+	char		*s;
+	int		 rc;
 
 	if ((j = proc_status_json(p)) == NULL)
 		return;
 	s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
-	if (s == NULL || fsutil_write_atomic(p->dirfd, "status.json", s,
-	    strlen(s), final) == -1)
+	if (s == NULL)
+		rc = -1;
+	else if (!p->status_written)
+		rc = fsutil_write_new(p->dirfd, "status.json", s, strlen(s));
+	else
+		rc = fsutil_write_atomic(p->dirfd, "status.json", s, strlen(s),
+		    false);
+	if (rc == -1)
 		log_warn("event=status_write_failed id=%s", p->id);
+	p->status_written = true;
 	free(s);
+	if (final && !ev_is_active(&t->sync)) {
+		/* A stopped one-shot timer keeps its spent time: set anew. */
+		ev_timer_set(&t->sync, PROC_SYNC_DELAY, 0.);
+		ev_timer_start(t->loop, &t->sync);
+	}
+}
+
+static void
+proc_sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct proctab	*t = container_of(w, struct proctab, sync);
+
+	(void)loop;
+	(void)revents;
+	if (syncfs(t->procsfd) == -1)
+		log_warn("event=syncfs_failed");
 }
 
 /* ------------------------------------------------------------------ */
 /* Watchers */
+
+/* ------------------------------------------------------------------ */
+/* Open files of ended records */
+
+/*
+ * An ended record whose output reached EOF and that nobody watches gives
+ * its four fds back: with a thousand records kept they would fill the fd
+ * table, and every spawn pays for the table's size.  Readers reopen them
+ * with proc_store().
+ */
+static bool
+proc_release_fds(struct proc *p)
+{
+	if (p->state == PROC_RUNNING || !proc_output_done(p) ||
+	    p->watchers != NULL || p->ls.idxfd == -1)
+		return false;
+	logstore_close(&p->ls);
+	if (p->dirfd != -1)
+		close(p->dirfd);
+	p->dirfd = -1;
+	return true;
+}
+
+struct logstore *
+proc_store(struct proc *p)
+{
+	struct logstore	ro;
+	int		dfd, i;
+
+	if (p->ls.idxfd != -1)
+		return &p->ls;
+	dfd = openat(p->tab->procsfd, p->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd == -1)
+		return NULL;
+	i = logstore_open(&ro, dfd, LS_NSTREAMS, proc_streams);
+	close(dfd);
+	if (i == -1)
+		return NULL;
+	/* Sizes and counts stay ours: the files cannot tell what was dropped. */
+	for (i = 0; i < LS_NSTREAMS; i++)
+		p->ls.fd[i] = ro.fd[i];
+	p->ls.idxfd = ro.idxfd;
+	p->ls.ro = true;
+	return &p->ls;
+}
+
+/* One-shot readers leave files open: give them back now and then. */
+static void
+proc_sweep_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct proctab	*t = container_of(w, struct proctab, sweep);
+	struct proc	*p;
+
+	(void)loop;
+	(void)revents;
+	for (p = t->head; p != NULL; p = p->next)
+		(void)proc_release_fds(p);
+}
 
 void
 proc_watch_add(struct proc *p, struct proc_watch *w,
@@ -945,6 +1177,7 @@ proc_watch_del(struct proc_watch *w)
 		w->next->prev = w->prev;
 	w->next = w->prev = NULL;
 	w->proc = NULL;
+	(void)proc_release_fds(p);
 }
 
 /*

@@ -59,6 +59,7 @@ struct proc {
 	int		 code;		/* exit code, 128+N when signalled */
 	int		 sig;		/* 0 when not signalled */
 	bool		 timed_out;
+	bool		 status_written;
 	int		 dirfd;
 	struct logstore	 ls;
 	int		 out[LS_NSTREAMS];	/* pipe read ends, -1 at EOF */
@@ -104,10 +105,13 @@ struct proctab {
 	int		 maxlive;
 	int		 keep_exited;
 	ev_idle		 trim;		/* removes ended records past keep */
+	ev_timer	 sync;		/* syncfs after final statuses */
+	ev_timer	 sweep;		/* closes files of ended records */
 	uint64_t	 maxlog;
 	char		**baseenv;	/* agent env without TEND_* */
 	int		 child_oom;	/* oom_score_adj for children */
 	struct rlimit	 child_nofile;	/* the fd limit the agent started with */
+	bool		 nofile_raised;
 	/* metrics */
 	uint64_t	 started, exited, orphans, stored, dropped;
 };
@@ -150,6 +154,8 @@ const char *proc_state_name(enum proc_state);
 void	proc_watch_add(struct proc *, struct proc_watch *,
 	    void (*)(struct proc_watch *, enum proc_event));
 void	proc_watch_del(struct proc_watch *);
+/* The record's stored output, its files reopened if need be; NULL+errno. */
+struct logstore *proc_store(struct proc *);
 /* Take what the pipes hold now, all of it. */
 void	proc_drain_now(struct proc *);
 /* Both pipes at EOF. */
