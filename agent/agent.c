@@ -63,6 +63,7 @@ static void	agent_signal_cb(struct ev_loop *, ev_signal *, int);
 static void	agent_grace_cb(struct ev_loop *, ev_timer *, int);
 static void	agent_shutdown(void);
 static void	agent_maybe_done(void);
+static void	agent_settled(struct proctab *);
 
 static const int forwarded[] = {
 	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
@@ -248,6 +249,7 @@ agent_main(int argc, char **argv)
 	ev_run(loop, 0);
 
 	proctab_finalize(&tab);
+	proctab_free(&tab);
 	unlink(opt.socket);
 	log_info("event=exit code=%d", exit_code);
 	return exit_code;
@@ -299,8 +301,6 @@ agent_reap_cb(struct ev_loop *l, ev_child *w, int revents)
 		return;
 	}
 	proc_reaped(&tab, w->rpid, w->rstatus);
-	if (shutting_down)
-		agent_maybe_done();
 }
 
 static void
@@ -324,10 +324,18 @@ agent_shutdown(void)
 	if (shutting_down)
 		return;
 	shutting_down = true;
+	tab.on_settle = agent_settled;
 	http_stop_accepting(&api.srv);
 	http_close_all(&api.srv);
 	proctab_signal_all(&tab, SIGTERM);
 	ev_timer_start(loop, &grace_timer);
+	agent_maybe_done();
+}
+
+static void
+agent_settled(struct proctab *t)
+{
+	(void)t;
 	agent_maybe_done();
 }
 

@@ -32,6 +32,8 @@ _Static_assert(LOG_CHUNK <= UINT32_MAX, "a chunk length fits ls_rec.len");
 static int	logstore_openall(struct logstore *, int, int,
 		    const char *const[], int, mode_t);
 static int	logstore_check(struct logstore *, int);
+static int	logstore_names_ok(int, const char *const[]);
+static int	logstore_ensure(struct logstore *, int);
 static size_t	logstore_write(int, const void *, size_t, uint64_t);
 static void	logstore_commit(struct logstore *, int, size_t);
 static void	logstore_trim(struct logstore *, int);
@@ -50,24 +52,20 @@ logstore_openall(struct logstore *ls, int dirfd, int nstreams,
 	int	i, saved;
 
 	memset(ls, 0, sizeof(*ls));
-	ls->idxfd = -1;
+	ls->idxfd = ls->dirfd = -1;
 	for (i = 0; i < LS_NSTREAMS; i++)
 		ls->fd[i] = -1;
-	if (nstreams < 1 || nstreams > LS_NSTREAMS || names == NULL) {
-		errno = EINVAL;
+	if (logstore_names_ok(nstreams, names) == -1)
 		return -1;
-	}
 	ls->nstreams = nstreams;
 	for (i = 0; i < nstreams; i++) {
-		if (names[i] == NULL || strchr(names[i], '/') != NULL ||
-		    strcmp(names[i], LS_INDEX) == 0) {
-			errno = EINVAL;
-			goto fail;
-		}
-		if ((ls->fd[i] = openat(dirfd, names[i], flags, mode)) == -1)
+		if ((ls->fd[i] = openat(dirfd, names[i], flags, mode)) == -1 &&
+		    (errno != ENOENT || (flags & O_CREAT)))
 			goto fail;
 	}
-	if ((ls->idxfd = openat(dirfd, LS_INDEX, flags, mode)) == -1)
+	/* Read-only, a missing file is one a lazy store never created. */
+	if ((ls->idxfd = openat(dirfd, LS_INDEX, flags, mode)) == -1 &&
+	    (errno != ENOENT || (flags & O_CREAT)))
 		goto fail;
 	return 0;
 fail:
@@ -75,6 +73,60 @@ fail:
 	logstore_close(ls);
 	errno = saved;
 	return -1;
+}
+
+static int
+logstore_names_ok(int nstreams, const char *const names[])
+{
+	int	i;
+
+	if (nstreams < 1 || nstreams > LS_NSTREAMS || names == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	for (i = 0; i < nstreams; i++)
+		if (names[i] == NULL || strchr(names[i], '/') != NULL ||
+		    strcmp(names[i], LS_INDEX) == 0) {
+			errno = EINVAL;
+			return -1;
+		}
+	return 0;
+}
+
+int
+logstore_create_lazy(struct logstore *ls, int dirfd, int nstreams,
+    const char *const names[], uint64_t maxbytes)
+{
+	int	i;
+
+	memset(ls, 0, sizeof(*ls));
+	ls->idxfd = ls->dirfd = -1;
+	for (i = 0; i < LS_NSTREAMS; i++)
+		ls->fd[i] = -1;
+	if (logstore_names_ok(nstreams, names) == -1)
+		return -1;
+	if (fcntl(dirfd, F_GETFD) == -1)
+		return -1;		/* EBADF */
+	ls->nstreams = nstreams;
+	ls->maxbytes = maxbytes;
+	ls->dirfd = dirfd;
+	ls->names = names;
+	return 0;
+}
+
+/* The stream's file and the index exist (created now if lazy). */
+static int
+logstore_ensure(struct logstore *ls, int s)
+{
+	const int	flags = O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC;
+
+	if (ls->fd[s] == -1 && (ls->dirfd == -1 ||
+	    (ls->fd[s] = openat(ls->dirfd, ls->names[s], flags, 0640)) == -1))
+		return -1;
+	if (ls->idxfd == -1 && (ls->dirfd == -1 ||
+	    (ls->idxfd = openat(ls->dirfd, LS_INDEX, flags, 0640)) == -1))
+		return -1;
+	return 0;
 }
 
 int
@@ -109,6 +161,8 @@ logstore_open(struct logstore *ls, int dirfd, int nstreams,
 		return -1;
 	ls->ro = true;
 	for (i = 0; i < nstreams; i++) {
+		if (ls->fd[i] == -1)
+			continue;	/* never created: empty */
 		if (fstat(ls->fd[i], &st) == -1)
 			goto fail;
 		ls->end[i] = (uint64_t)st.st_size;
@@ -121,9 +175,11 @@ logstore_open(struct logstore *ls, int dirfd, int nstreams,
 		ls->start[i] = (uint64_t)off > ls->end[i] ?
 		    ls->end[i] : (uint64_t)off;
 	}
-	if (fstat(ls->idxfd, &st) == -1)
-		goto fail;
-	ls->nrec = (uint64_t)st.st_size / LS_RECSIZE;
+	if (ls->idxfd != -1) {
+		if (fstat(ls->idxfd, &st) == -1)
+			goto fail;
+		ls->nrec = (uint64_t)st.st_size / LS_RECSIZE;
+	}
 	return 0;
 fail:
 	saved = errno;
@@ -234,6 +290,10 @@ logstore_store(struct logstore *ls, int s, const void *d, size_t n)
 {
 	size_t	done;
 
+	if (logstore_ensure(ls, s) == -1) {
+		ls->dropped += n;
+		return;
+	}
 	done = logstore_write(ls->fd[s], d, n, ls->end[s]);
 	if (done > 0)
 		logstore_commit(ls, s, done);
@@ -295,6 +355,8 @@ logstore_drain(struct logstore *ls, int s, int fd)
 
 	if (logstore_check(ls, s) == -1)
 		return -1;
+	if (logstore_ensure(ls, s) == -1)
+		return logstore_discard(ls, fd);
 	off = (loff_t)ls->end[s];
 	do
 		n = splice(fd, NULL, ls->fd[s], &off, LOG_CHUNK,
@@ -406,5 +468,6 @@ logstore_close(struct logstore *ls)
 	if (ls->idxfd != -1)
 		close(ls->idxfd);
 	ls->idxfd = -1;
+	ls->dirfd = -1;		/* borrowed */
 	errno = saved;
 }

@@ -39,6 +39,8 @@ struct logstore {
 	uint64_t	 nrec;			/* last seq written */
 	uint64_t	 maxbytes;		/* per stream; 0 = unbounded */
 	bool		 ro;
+	int		 dirfd;			/* lazy: borrowed, or -1 */
+	const char *const *names;		/* lazy: file names */
 };
 
 /*
@@ -49,7 +51,16 @@ int	logstore_create(struct logstore *, int dirfd, int nstreams,
 	    const char *const names[], uint64_t maxbytes);
 
 /*
+ * The same, but each file is created when its first byte is stored: a
+ * process that writes nothing costs no files.  dirfd is borrowed and
+ * must stay open as long as bytes may come; names must outlive ls.
+ */
+int	logstore_create_lazy(struct logstore *, int dirfd, int nstreams,
+	    const char *const names[], uint64_t maxbytes);
+
+/*
  * Open an existing record read-only (an earlier boot's, or a re-read).
+ * A missing file reads as empty (a lazy store never stored a byte).
  * start/end/nrec are recovered from the files (SEEK_DATA, sizes).
  */
 int	logstore_open(struct logstore *, int dirfd, int nstreams,
@@ -78,10 +89,6 @@ int	logstore_rec(struct logstore *, uint64_t seq, struct ls_rec *);
  */
 ssize_t	logstore_pread(struct logstore *, int s, void *, size_t, uint64_t off);
 
-/*
- * Re-read sizes after another writer appended (a reader of an earlier
- * boot's files does not need this; the live agent updates in place).
- */
 void	logstore_close(struct logstore *);
 
 #endif

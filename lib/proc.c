@@ -64,6 +64,7 @@ static void	proc_trim_exited(struct proctab *);
 static void	proc_trim_cb(struct ev_loop *, ev_idle *, int);
 static void	proc_sync_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_sweep_cb(struct ev_loop *, ev_timer *, int);
+static void	proc_recheck_cb(struct ev_loop *, ev_check *, int);
 static bool	proc_release_fds(struct proc *);
 static void	proc_stdin_flush(struct proc *);
 static void	proc_stdin_close(struct proc *);
@@ -92,6 +93,7 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 	t->maxlog = LOG_MAX_BYTES;
 	ev_idle_init(&t->trim, proc_trim_cb);
 	ev_timer_init(&t->sync, proc_sync_cb, PROC_SYNC_DELAY, 0.);
+	ev_check_init(&t->recheck, proc_recheck_cb);
 	ev_timer_init(&t->sweep, proc_sweep_cb, PROC_SWEEP, PROC_SWEEP);
 	ev_timer_start(loop, &t->sweep);
 	ev_unref(loop);		/* the sweep alone does not keep the loop */
@@ -143,12 +145,11 @@ proctab_free(struct proctab *t)
 		proc_free(p);
 	}
 	ev_idle_stop(t->loop, &t->trim);
+	ev_check_stop(t->loop, &t->recheck);
 	ev_ref(t->loop);
 	ev_timer_stop(t->loop, &t->sweep);
-	if (ev_is_active(&t->sync)) {
-		ev_timer_stop(t->loop, &t->sync);
-		proc_sync_cb(t->loop, &t->sync, 0);
-	}
+	ev_timer_stop(t->loop, &t->sync);
+	(void)syncfs(t->procsfd);
 	free(t->baseenv);
 	t->baseenv = NULL;
 }
@@ -550,9 +551,10 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 	if ((p->dirfd = openat(t->procsfd, p->id,
 	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		goto fail;
-	if (logstore_create(&p->ls, p->dirfd, LS_NSTREAMS, proc_streams,
+	if (logstore_create_lazy(&p->ls, p->dirfd, LS_NSTREAMS, proc_streams,
 	    o->maxlog ? o->maxlog : t->maxlog) == -1)
 		goto fail;
+	p->fds_open = true;
 
 	if (proc_pipe(opipe, 0) == -1 || proc_pipe(epipe, 0) == -1)
 		goto fail;
@@ -755,8 +757,12 @@ proc_output_done(struct proc *p)
 void
 proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 {
-	struct proc	*p, *next;
+	struct proc	*p;
 
+	if (pid == t->sync_pid) {
+		t->sync_pid = 0;
+		return;
+	}
 	for (p = t->head; p != NULL; p = p->next)
 		if (p->pid == pid && !p->reaped && p->state == PROC_RUNNING)
 			break;
@@ -779,8 +785,25 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 		proc_check_settled(p);
 		return;
 	}
-	/* An orphan: it may have been the last member of some group. */
+	/*
+	 * An orphan: it may have been the last member of some group.  Look
+	 * once the reap loop has collected all it can (ev_check runs after
+	 * this round of callbacks): with 2,000 members exiting at once a
+	 * check per reap would walk the group 2,000 times.
+	 */
 	t->orphans++;
+	if (!ev_is_active(&t->recheck))
+		ev_check_start(t->loop, &t->recheck);
+}
+
+static void
+proc_recheck_cb(struct ev_loop *loop, ev_check *w, int revents)
+{
+	struct proctab	*t = container_of(w, struct proctab, recheck);
+	struct proc	*p, *next;
+
+	(void)revents;
+	ev_check_stop(loop, w);
 	for (p = t->head; p != NULL; p = next) {
 		next = p->next;
 		if (p->reaped && p->state == PROC_RUNNING)
@@ -833,6 +856,8 @@ proc_settle(struct proc *p)
 	proc_write_status(p, true);
 	proc_notify(p, PROC_EV_END);
 	(void)proc_release_fds(p);
+	if (t->on_settle != NULL)
+		t->on_settle(t);
 	/*
 	 * Trimming old records waits for the loop: our callers may be
 	 * walking the table.
@@ -1077,15 +1102,30 @@ proc_write_status(struct proc *p, bool final)
 	}
 }
 
+/*
+ * syncfs can take long on a busy disk; the loop must not wait for it, so
+ * a forked child does it (the reap loop collects the child).  One at a
+ * time: a sync still running covers what the next would.
+ */
 static void
 proc_sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct proctab	*t = container_of(w, struct proctab, sync);
+	pid_t		 pid;
 
-	(void)loop;
 	(void)revents;
-	if (syncfs(t->procsfd) == -1)
+	if (t->sync_pid > 0) {
+		ev_timer_set(w, PROC_SYNC_DELAY, 0.);
+		ev_timer_start(loop, w);
+		return;
+	}
+	if ((pid = fork()) == 0) {
+		(void)syncfs(t->procsfd);
+		_exit(0);
+	}
+	if (pid == -1 && syncfs(t->procsfd) == -1)
 		log_warn("event=syncfs_failed");
+	t->sync_pid = pid > 0 ? pid : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1103,13 +1143,14 @@ proc_sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static bool
 proc_release_fds(struct proc *p)
 {
-	if (p->state == PROC_RUNNING || !proc_output_done(p) ||
-	    p->watchers != NULL || p->ls.idxfd == -1)
+	if (!p->fds_open || p->state == PROC_RUNNING || !proc_output_done(p) ||
+	    p->watchers != NULL)
 		return false;
 	logstore_close(&p->ls);
 	if (p->dirfd != -1)
 		close(p->dirfd);
 	p->dirfd = -1;
+	p->fds_open = false;
 	return true;
 }
 
@@ -1119,7 +1160,7 @@ proc_store(struct proc *p)
 	struct logstore	ro;
 	int		dfd, i;
 
-	if (p->ls.idxfd != -1)
+	if (p->fds_open)
 		return &p->ls;
 	dfd = openat(p->tab->procsfd, p->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd == -1)
@@ -1133,6 +1174,7 @@ proc_store(struct proc *p)
 		p->ls.fd[i] = ro.fd[i];
 	p->ls.idxfd = ro.idxfd;
 	p->ls.ro = true;
+	p->fds_open = true;
 	return &p->ls;
 }
 

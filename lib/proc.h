@@ -60,6 +60,7 @@ struct proc {
 	int		 sig;		/* 0 when not signalled */
 	bool		 timed_out;
 	bool		 status_written;
+	bool		 fds_open;	/* ls (and dirfd) hold open files */
 	int		 dirfd;
 	struct logstore	 ls;
 	int		 out[LS_NSTREAMS];	/* pipe read ends, -1 at EOF */
@@ -106,9 +107,12 @@ struct proctab {
 	int		 keep_exited;
 	ev_idle		 trim;		/* removes ended records past keep */
 	ev_timer	 sync;		/* syncfs after final statuses */
+	pid_t		 sync_pid;	/* the child doing it */
 	ev_timer	 sweep;		/* closes files of ended records */
+	ev_check	 recheck;	/* groups to check after orphans died */
 	uint64_t	 maxlog;
 	char		**baseenv;	/* agent env without TEND_* */
+	void		(*on_settle)(struct proctab *);	/* a record ended */
 	int		 child_oom;	/* oom_score_adj for children */
 	struct rlimit	 child_nofile;	/* the fd limit the agent started with */
 	bool		 nofile_raised;

@@ -737,11 +737,16 @@ END_TEST
 START_TEST(open_empty_and_missing)
 {
 	struct logstore	ls;
+	char		buf_scratch[4];
 
-	ck_assert_int_eq(logstore_open(&ls, tdir, 2, names2), -1);
-	ck_assert_int_eq(errno, ENOENT);
+	/* Missing files are a lazy store that never stored: empty. */
+	ck_assert_int_eq(logstore_open(&ls, tdir, 2, names2), 0);
 	ck_assert_int_eq(ls.fd[0], -1);
 	ck_assert_int_eq(ls.idxfd, -1);
+	ck_assert_uint_eq(ls.end[0] + ls.end[1] + ls.nrec, 0);
+	ck_assert_int_eq(logstore_pread(&ls, LS_STDOUT, buf_scratch, 1, 0), 0);
+	logstore_close(&ls);
+	ck_assert_int_eq(logstore_open(&ls, -1, 2, names2), -1);
 
 	ck_assert_int_eq(logstore_create(&ls, tdir, 1, names1, 0), 0);
 	logstore_close(&ls);
@@ -750,6 +755,42 @@ START_TEST(open_empty_and_missing)
 	ck_assert_uint_eq(ls.end[0], 0);
 	ck_assert_uint_eq(ls.nrec, 0);
 	logstore_close(&ls);
+}
+END_TEST
+
+START_TEST(lazy_creates_on_first_byte)
+{
+	struct logstore	ls, ro;
+	struct stat	st;
+	int		p[2];
+
+	ck_assert_int_eq(logstore_create_lazy(&ls, tdir, 2, names2, 0), 0);
+	ck_assert_int_eq(fstatat(tdir, "stdout", &st, 0), -1);
+	ck_assert_int_eq(fstatat(tdir, "index", &st, 0), -1);
+	ck_assert_int_eq(logstore_create_lazy(&ls, -1, 2, names2, 0), -1);
+	ck_assert_int_eq(logstore_create_lazy(&ls, tdir, 2, names2, 0), 0);
+
+	mkpipe(p);
+	ck_assert_int_eq(write(p[1], "err", 3), 3);
+	ck_assert_int_eq(logstore_drain(&ls, LS_STDERR, p[0]), 3);
+	/* Only what stored a byte exists, and the index with it. */
+	ck_assert_int_eq(fstatat(tdir, "stdout", &st, 0), -1);
+	ck_assert_int_eq(fstatat(tdir, "stderr", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, 3);
+	ck_assert_int_eq(fstatat(tdir, "index", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, 32);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "out", 3), 0);
+	ck_assert_int_eq(fstatat(tdir, "stdout", &st, 0), 0);
+	ck_assert_uint_eq(ls.nrec, 2);
+	logstore_close(&ls);
+
+	ck_assert_int_eq(logstore_open(&ro, tdir, 2, names2), 0);
+	ck_assert_uint_eq(ro.end[LS_STDOUT], 3);
+	ck_assert_uint_eq(ro.end[LS_STDERR], 3);
+	ck_assert_uint_eq(ro.nrec, 2);
+	logstore_close(&ro);
+	close(p[0]);
+	close(p[1]);
 }
 END_TEST
 
@@ -788,6 +829,7 @@ logstore_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, open_recovers);
 	tcase_add_test(tc, open_empty_and_missing);
+	tcase_add_test(tc, lazy_creates_on_first_byte);
 	suite_add_tcase(s, tc);
 	return s;
 }
