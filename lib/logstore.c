@@ -234,27 +234,62 @@ logstore_write(int fd, const void *d, size_t n, uint64_t off)
 static void
 logstore_commit(struct logstore *ls, int s, size_t len)
 {
-	struct ls_rec	rec;
-	int		saved = errno;
+	struct ls_rec	*rec = &ls->pend[ls->npend++];
 
-	memset(&rec, 0, sizeof(rec));
-	rec.seq = ls->nrec + 1;
-	rec.offset = ls->end[s];
-	rec.len = (uint32_t)len;
-	rec.stream = (uint32_t)s;
-	rec.ts_ms = codec_now_ms();
-	if (logstore_write(ls->idxfd, &rec, sizeof(rec),
-	    (rec.seq - 1) * sizeof(rec)) != sizeof(rec)) {
-		(void)ftruncate(ls->idxfd, (off_t)(ls->nrec * sizeof(rec)));
-		(void)ftruncate(ls->fd[s], (off_t)ls->end[s]);
-		ls->dropped += len;
-		errno = saved;
-		return;
-	}
-	ls->nrec = rec.seq;
+	memset(rec, 0, sizeof(*rec));
+	rec->seq = ls->nrec + 1;
+	rec->offset = ls->end[s];
+	rec->len = (uint32_t)len;
+	rec->stream = (uint32_t)s;
+	rec->ts_ms = codec_now_ms();
+	ls->nrec = rec->seq;
 	ls->end[s] += len;
 	logstore_trim(ls, s);
+	if (ls->npend == LS_PEND)
+		(void)logstore_flush(ls);
+}
+
+/*
+ * Write the pending records.  If the index cannot take them the bytes
+ * they name were stored for nothing, since no reader would ever see
+ * them: they are cut off again and counted as dropped, so that the next
+ * chunk reuses both the offsets and the seqs.
+ */
+int
+logstore_flush(struct logstore *ls)
+{
+	uint64_t	first, cut;
+	size_t		len;
+	int		i, s, saved = errno;
+
+	if (ls->npend == 0)
+		return 0;
+	first = ls->pend[0].seq;
+	len = (size_t)ls->npend * sizeof(struct ls_rec);
+	if (logstore_write(ls->idxfd, ls->pend, len,
+	    (first - 1) * sizeof(struct ls_rec)) == len) {
+		ls->npend = 0;
+		return 0;
+	}
+	(void)ftruncate(ls->idxfd, (off_t)((first - 1) * sizeof(struct ls_rec)));
+	for (s = 0; s < ls->nstreams; s++) {
+		cut = ls->end[s];
+		for (i = 0; i < ls->npend; i++)
+			if (ls->pend[i].stream == (uint32_t)s &&
+			    ls->pend[i].offset < cut)
+				cut = ls->pend[i].offset;
+		if (cut == ls->end[s])
+			continue;
+		(void)ftruncate(ls->fd[s], (off_t)cut);
+		ls->dropped += ls->end[s] - cut;
+		ls->end[s] = cut;
+		if (ls->start[s] > cut)
+			ls->start[s] = cut;
+	}
+	ls->nrec = first - 1;
+	ls->npend = 0;
 	errno = saved;
+	return -1;
 }
 
 /*
@@ -389,6 +424,7 @@ logstore_append(struct logstore *ls, int s, const void *d, size_t n)
 		p += len;
 		n -= len;
 	}
+	(void)logstore_flush(ls);
 	return 0;
 }
 
@@ -404,6 +440,10 @@ logstore_rec(struct logstore *ls, uint64_t seq, struct ls_rec *rec)
 	if (seq == 0 || seq > ls->nrec) {
 		errno = ENOENT;
 		return -1;
+	}
+	if (seq > ls->nrec - (uint64_t)ls->npend) {
+		*rec = ls->pend[seq - (ls->nrec - ls->npend) - 1];
+		return 0;
 	}
 	do
 		n = pread(ls->idxfd, rec, sizeof(*rec),
@@ -460,6 +500,8 @@ logstore_close(struct logstore *ls)
 {
 	int	i, saved = errno;
 
+	if (!ls->ro && ls->idxfd != -1)
+		(void)logstore_flush(ls);
 	for (i = 0; i < LS_NSTREAMS; i++) {
 		if (ls->fd[i] != -1)
 			close(ls->fd[i]);

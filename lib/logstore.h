@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #define LS_NSTREAMS	2
+#define LS_PEND		16	/* index records written in one go */
 enum { LS_STDOUT = 0, LS_STDERR = 1 };
 
 /* On-disk index record, host byte order, 32 bytes. */
@@ -40,6 +41,8 @@ struct logstore {
 	uint64_t	 maxbytes;		/* per stream; 0 = unbounded */
 	bool		 ro;
 	int		 dirfd;			/* lazy: borrowed, or -1 */
+	struct ls_rec	 pend[LS_PEND];		/* records not yet in index */
+	int		 npend;
 	const char *const *names;		/* lazy: file names */
 };
 
@@ -76,7 +79,15 @@ int	logstore_open(struct logstore *, int dirfd, int nstreams,
  */
 ssize_t	logstore_drain(struct logstore *, int s, int pipefd);
 
-/* Store bytes given in memory, as one or more records.  Same contract. */
+/*
+ * Index records are written in batches: logstore_drain keeps up to
+ * LS_PEND in memory (logstore_rec sees them); flush writes them.  If the
+ * index cannot take them, their bytes are cut off again and counted as
+ * dropped, as when a single record fails.  -1 then.
+ */
+int	logstore_flush(struct logstore *);
+
+/* Store bytes given in memory, as one or more records, flushed.  Same contract. */
 int	logstore_append(struct logstore *, int s, const void *, size_t);
 
 /* Read index record seq (1-based).  0, or -1 with ENOENT past the end. */

@@ -33,6 +33,7 @@
 #define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
 
 #define PROC_DRAIN_ROUNDS	16	/* chunks per wakeup before yielding */
+#define PROC_PIPE_SIZE		(1024 * 1024)
 #define PROC_SETTLE_POLL	0.1	/* s */
 /* "All that is readable now", bounded against a writer that never stops. */
 #define PROC_DRAIN_ALL		4096
@@ -558,6 +559,12 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 
 	if (proc_pipe(opipe, 0) == -1 || proc_pipe(epipe, 0) == -1)
 		goto fail;
+	/*
+	 * A larger stdout pipe lets a fast writer run while the agent
+	 * stores the last burst: fewer wakeups per byte.  Best effort (the
+	 * system's pipe-max-size may refuse it).
+	 */
+	(void)fcntl(opipe[0], F_SETPIPE_SZ, PROC_PIPE_SIZE);
 	if (o->stdin_pipe) {
 		if (proc_pipe(ipipe, 1) == -1)
 			goto fail;
@@ -722,6 +729,7 @@ proc_drain(struct proc *p, int s, int rounds)
 		close(p->out[s]);
 		p->out[s] = -1;
 	}
+	(void)logstore_flush(&p->ls);
 	t->stored += p->ls.end[s] - end;
 	t->dropped += p->ls.dropped - dropped;
 	if (p->ls.nrec != nrec)

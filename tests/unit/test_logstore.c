@@ -278,6 +278,11 @@ START_TEST(drain_pipe)
 	ck_assert_int_eq(logstore_rec(&ls, 0, &r), -1);
 	ck_assert_int_eq(errno, ENOENT);
 
+	/* Records wait in memory until flushed, in one write. */
+	ck_assert_uint_eq(slurp("index", got, sizeof(got)), 0);
+	ck_assert_int_eq(logstore_flush(&ls), 0);
+	ck_assert_int_eq(ls.npend, 0);
+
 	/* The file holds exactly the bytes, the index exactly 3 records. */
 	n = (ssize_t)slurp("stdout", got, sizeof(got));
 	ck_assert_int_eq(n, 6 + (ssize_t)sizeof(big));
@@ -592,6 +597,7 @@ END_TEST
  */
 START_TEST(index_error_drops)
 {
+	/* (the records are written by logstore_flush; see drain_pipe) */
 	struct logstore	ls;
 	struct ls_rec	r;
 	struct stat	st;
@@ -603,6 +609,7 @@ START_TEST(index_error_drops)
 	mkpipe(p);
 	ck_assert_int_eq(write(p[1], "orphan", 6), 6);
 	ck_assert_int_eq(logstore_drain(&ls, LS_STDOUT, p[0]), 6);
+	ck_assert_int_eq(logstore_flush(&ls), -1);
 	ck_assert_uint_eq(ls.dropped, 6);
 	ck_assert_uint_eq(ls.nrec, 0);
 	ck_assert_uint_eq(ls.end[LS_STDOUT], 0);
@@ -612,6 +619,7 @@ START_TEST(index_error_drops)
 	replace_fd(&ls.idxfd, "index", O_RDWR);
 	ck_assert_int_eq(write(p[1], "found", 5), 5);
 	ck_assert_int_eq(logstore_drain(&ls, LS_STDOUT, p[0]), 5);
+	ck_assert_int_eq(logstore_flush(&ls), 0);
 	ck_assert_int_eq(logstore_rec(&ls, 1, &r), 0);
 	ck_assert_uint_eq(r.offset, 0);
 	ck_assert_uint_eq(r.len, 5);
@@ -773,6 +781,7 @@ START_TEST(lazy_creates_on_first_byte)
 	mkpipe(p);
 	ck_assert_int_eq(write(p[1], "err", 3), 3);
 	ck_assert_int_eq(logstore_drain(&ls, LS_STDERR, p[0]), 3);
+	ck_assert_int_eq(logstore_flush(&ls), 0);
 	/* Only what stored a byte exists, and the index with it. */
 	ck_assert_int_eq(fstatat(tdir, "stdout", &st, 0), -1);
 	ck_assert_int_eq(fstatat(tdir, "stderr", &st, 0), 0);
