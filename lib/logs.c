@@ -178,54 +178,42 @@ logs_event_head(struct buf *b, const char *type, const char *cursor,
 	    type, cursor, ts);
 }
 
-/* The terminal event: exit (or error) of the live or stored record. */
+/*
+ * The terminal event.  A live record has exited (exec's stream ends at
+ * the root's exit, while its group may linger: the exit is the root's).
+ * An earlier boot's record ends as its status.json says: exited, or
+ * error (lost).
+ */
 static int
 follower_terminal(struct follower *f)
 {
-	struct proc	*p = f->w.proc;
-	char		 cur[CURSOR_MAX];
-	cJSON		*j, *st;
-	char		*s;
+	static const char *const copied[] = { "exit", "error" };
+	const cJSON	*state, *x;
+	char		 cur[CURSOR_MAX], ts[TIME_MAX], *s;
+	cJSON		*j;
+	size_t		 i;
 	int		 rc;
 
 	cursor_format(cur, f->boot, f->key, f->ls->nrec);
+	codec_time(ts, codec_now_ms());
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "type", "terminal");
-	if (p != NULL) {
-		st = proc_status_json(p);
-		if (p->state == PROC_RUNNING) {
-			/* exec: the root has exited, the group may linger. */
-			cJSON *e = cJSON_CreateObject();
-			cJSON_AddNumberToObject(e, "code", p->code);
-			if (p->sig)
-				cJSON_AddNumberToObject(e, "signal", p->sig);
-			else
-				cJSON_AddNullToObject(e, "signal");
-			cJSON_AddBoolToObject(e, "timedOut", p->timed_out);
-			cJSON_AddItemToObject(st, "exit", e);
-			cJSON_ReplaceItemInObject(st, "state",
-			    cJSON_CreateString("exited"));
-		}
-	} else
-		st = f->final ? cJSON_Duplicate(f->final, 1) : NULL;
-	if (st != NULL) {
-		cJSON *x;
-
-		x = cJSON_GetObjectItemCaseSensitive(st, "state");
-		cJSON_AddItemToObject(j, "state", x ? cJSON_Duplicate(x, 1) :
-		    cJSON_CreateString("error"));
+	if (f->w.proc != NULL) {
+		cJSON_AddStringToObject(j, "state", "exited");
 		cJSON_AddStringToObject(j, "cursor", cur);
-		{
-			char ts[TIME_MAX];
-
-			codec_time(ts, codec_now_ms());
-			cJSON_AddStringToObject(j, "timestamp", ts);
-		}
-		if ((x = cJSON_GetObjectItemCaseSensitive(st, "exit")) != NULL)
-			cJSON_AddItemToObject(j, "exit", cJSON_Duplicate(x, 1));
-		if ((x = cJSON_GetObjectItemCaseSensitive(st, "error")) != NULL)
-			cJSON_AddItemToObject(j, "error", cJSON_Duplicate(x, 1));
-		cJSON_Delete(st);
+		cJSON_AddStringToObject(j, "timestamp", ts);
+		cJSON_AddItemToObject(j, "exit", proc_exit_json(f->w.proc));
+	} else {
+		state = cJSON_GetObjectItemCaseSensitive(f->final, "state");
+		cJSON_AddStringToObject(j, "state", cJSON_IsString(state) ?
+		    state->valuestring : "error");
+		cJSON_AddStringToObject(j, "cursor", cur);
+		cJSON_AddStringToObject(j, "timestamp", ts);
+		for (i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
+			if ((x = cJSON_GetObjectItemCaseSensitive(f->final,
+			    copied[i])) != NULL)
+				cJSON_AddItemToObject(j, copied[i],
+				    cJSON_Duplicate(x, 1));
 	}
 	s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
@@ -621,18 +609,12 @@ exec_reply(struct execwait *x, struct proc *p)
 	uint64_t		 want, off;
 	bool			 truncated = false;
 	ssize_t			 n;
-	cJSON			*j, *e;
+	cJSON			*j;
 	int			 s;
 
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "id", p->id);
-	e = cJSON_AddObjectToObject(j, "exit");
-	cJSON_AddNumberToObject(e, "code", p->code);
-	if (p->sig)
-		cJSON_AddNumberToObject(e, "signal", p->sig);
-	else
-		cJSON_AddNullToObject(e, "signal");
-	cJSON_AddBoolToObject(e, "timedOut", p->timed_out);
+	cJSON_AddItemToObject(j, "exit", proc_exit_json(p));
 	for (s = 0; s < LS_NSTREAMS; s++) {
 		buf_reset(&b64);
 		off = p->ls.start[s];

@@ -1036,11 +1036,28 @@ proc_stdin_close(struct proc *p)
 /* ------------------------------------------------------------------ */
 /* Status */
 
+/* The root's outcome: {"code","signal" (null unless killed),"timedOut"}. */
+cJSON *
+proc_exit_json(struct proc *p)
+{
+	cJSON	*e;
+
+	if ((e = cJSON_CreateObject()) == NULL)
+		return NULL;
+	cJSON_AddNumberToObject(e, "code", p->code);
+	if (p->sig)
+		cJSON_AddNumberToObject(e, "signal", p->sig);
+	else
+		cJSON_AddNullToObject(e, "signal");
+	cJSON_AddBoolToObject(e, "timedOut", p->timed_out);
+	return e;
+}
+
 cJSON *
 proc_status_json(struct proc *p)
 {
 	char	 ts[TIME_MAX];
-	cJSON	*j, *a, *e;
+	cJSON	*j, *a;
 	size_t	 i;
 
 	if ((j = cJSON_CreateObject()) == NULL)
@@ -1055,13 +1072,7 @@ proc_status_json(struct proc *p)
 	cJSON_AddStringToObject(j, "startedAt", ts);
 	cJSON_AddStringToObject(j, "state", proc_state_name(p->state));
 	if (p->state == PROC_EXITED) {
-		e = cJSON_AddObjectToObject(j, "exit");
-		cJSON_AddNumberToObject(e, "code", p->code);
-		if (p->sig)
-			cJSON_AddNumberToObject(e, "signal", p->sig);
-		else
-			cJSON_AddNullToObject(e, "signal");
-		cJSON_AddBoolToObject(e, "timedOut", p->timed_out);
+		cJSON_AddItemToObject(j, "exit", proc_exit_json(p));
 		codec_time(ts, p->ended_ms);
 		cJSON_AddStringToObject(j, "endedAt", ts);
 	}

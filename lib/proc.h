@@ -153,6 +153,7 @@ void	proctab_signal_all(struct proctab *, int sig);
 void	proctab_finalize(struct proctab *);
 
 cJSON	*proc_status_json(struct proc *);
+cJSON	*proc_exit_json(struct proc *);
 const char *proc_state_name(enum proc_state);
 
 void	proc_watch_add(struct proc *, struct proc_watch *,
