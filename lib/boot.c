@@ -29,6 +29,7 @@ struct boot_ent {
 static void	boot_mark_lost(int procsfd, const char *boot);
 static int	boot_cmp(const void *, const void *);
 static void	boot_set_size(cJSON *, int, const char *, const char *);
+static cJSON	*boot_status_from_meta(int, const char *, const char *);
 
 int
 boot_new_id(char out[BOOT_ID_LEN + 1])
@@ -191,6 +192,39 @@ boot_set_size(cJSON *j, int dfd, const char *file, const char *field)
 }
 
 /*
+ * A record that never got its first status (its agent died within the
+ * first moments): what meta.json says of it.
+ */
+static cJSON *
+boot_status_from_meta(int dfd, const char *id, const char *boot)
+{
+	static const struct {
+		const char	*meta, *status;
+	} fields[] = {
+		{ "argv", "command" }, { "cwd", "cwd" },
+		{ "created_at", "startedAt" }, { "tags", "tags" },
+	};
+	const cJSON	*x;
+	cJSON		*j, *m;
+	char		*s;
+	size_t		 i;
+
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "id", id);
+	s = fsutil_read(dfd, "meta.json", 1 << 20, NULL);
+	m = s ? cJSON_Parse(s) : NULL;
+	free(s);
+	for (i = 0; m != NULL && i < sizeof(fields) / sizeof(fields[0]); i++)
+		if ((x = cJSON_GetObjectItemCaseSensitive(m, fields[i].meta)))
+			cJSON_AddItemToObject(j, fields[i].status,
+			    cJSON_Duplicate(x, 1));
+	cJSON_Delete(m);
+	cJSON_AddStringToObject(j, "bootId", boot);
+	cJSON_AddNumberToObject(j, "droppedBytes", 0);
+	return j;
+}
+
+/*
  * A record whose boot ended while it was running (or before its first
  * status was written) can never get a real exit: say so, once.
  */
@@ -225,11 +259,8 @@ boot_mark_lost(int procsfd, const char *boot)
 			close(dfd);
 			continue;
 		}
-		if (j == NULL) {
-			j = cJSON_CreateObject();
-			cJSON_AddStringToObject(j, "id", de->d_name);
-			cJSON_AddStringToObject(j, "bootId", boot);
-		}
+		if (j == NULL)
+			j = boot_status_from_meta(dfd, de->d_name, boot);
 		snprintf(msg, sizeof(msg), "the agent of boot %s stopped "
 		    "before the process ended; its exit is unknown", boot);
 		cJSON_DeleteItemFromObjectCaseSensitive(j, "state");

@@ -39,6 +39,7 @@
 #define PROC_DRAIN_ALL		4096
 #define PROC_SYNC_DELAY		1.0	/* s, final statuses reach the disk */
 #define PROC_SWEEP		5.0	/* s, ended records' files closed */
+#define PROC_FIRST_STATUS	0.1	/* s, delay of the first status.json */
 
 extern char **environ;
 
@@ -64,6 +65,7 @@ static void	proc_free(struct proc *);
 static void	proc_trim_exited(struct proctab *);
 static void	proc_trim_cb(struct ev_loop *, ev_idle *, int);
 static void	proc_sync_cb(struct ev_loop *, ev_timer *, int);
+static void	proc_first_status_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_sweep_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_recheck_cb(struct ev_loop *, ev_check *, int);
 static bool	proc_release_fds(struct proc *);
@@ -619,7 +621,14 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 	t->started++;
 	if (proc_write_meta(p, o) == -1)
 		log_warn("event=meta_write_failed id=%s", p->id);
-	proc_write_status(p, false);
+	/*
+	 * The first status waits a moment: a process that ends by then gets
+	 * its final status as the first and only write (one file created,
+	 * no replace), which is most of the cost of a short exec.
+	 */
+	ev_timer_init(&p->first_status, proc_first_status_cb,
+	    PROC_FIRST_STATUS, 0.);
+	ev_timer_start(t->loop, &p->first_status);
 	log_info("event=process_started id=%s pid=%d", p->id, (int)pid);
 	return p;
 
@@ -853,6 +862,7 @@ proc_settle(struct proc *p)
 	ev_timer_stop(t->loop, &p->settle);
 	ev_timer_stop(t->loop, &p->timeout);
 	ev_timer_stop(t->loop, &p->grace);
+	ev_timer_stop(t->loop, &p->first_status);
 	/* What the pipes hold now belongs before the end. */
 	proc_drain_now(p);
 	proc_stdin_close(p);
@@ -1127,6 +1137,17 @@ proc_write_status(struct proc *p, bool final)
  * time: a sync still running covers what the next would.
  */
 static void
+proc_first_status_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct proc	*p = container_of(w, struct proc, first_status);
+
+	(void)loop;
+	(void)revents;
+	if (!p->status_written)
+		proc_write_status(p, false);
+}
+
+static void
 proc_sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct proctab	*t = container_of(w, struct proctab, sync);
@@ -1313,6 +1334,7 @@ proc_free(struct proc *p)
 		ev_timer_stop(loop, &p->timeout);
 		ev_timer_stop(loop, &p->grace);
 		ev_timer_stop(loop, &p->settle);
+		ev_timer_stop(loop, &p->first_status);
 	}
 	logstore_close(&p->ls);
 	if (p->dirfd != -1)

@@ -75,6 +75,7 @@ struct proc {
 	ev_timer	 timeout;	/* -> TERM the group */
 	ev_timer	 grace;		/* -> KILL the group */
 	ev_timer	 settle;	/* polls for group members left */
+	ev_timer	 first_status;	/* writes the first status.json */
 	double		 grace_s;
 	struct proc_watch *watchers;
 };
