@@ -390,8 +390,13 @@ logstore_drain(struct logstore *ls, int s, int fd)
 
 	if (logstore_check(ls, s) == -1)
 		return -1;
-	if (logstore_ensure(ls, s) == -1)
-		return logstore_discard(ls, fd);
+	/*
+	 * A lazy stream's file is made by its first byte, not by the
+	 * wakeup that only brings EOF: that first chunk goes through
+	 * memory, so that nothing is created before there is data.
+	 */
+	if (ls->fd[s] == -1)
+		return logstore_copy(ls, s, fd);
 	off = (loff_t)ls->end[s];
 	do
 		n = splice(fd, NULL, ls->fd[s], &off, LOG_CHUNK,
