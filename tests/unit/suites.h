@@ -7,4 +7,8 @@
 	X(codec) \
 	X(cursor) \
 	X(logstore) \
+	X(fsutil) \
+	X(boot) \
+	X(http) \
+	X(proc) \
 	X(hclient)

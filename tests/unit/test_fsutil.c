@@ -1,0 +1,392 @@
+/*
+ * fsutil: atomic replacement leaves whole files and no debris, a new
+ * file is never written over an old one, rmtree
+ * removes trees without following links, mkdirs is mkdir -p, and read
+ * stops at its bound.
+ */
+#include <sys/stat.h>
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+
+Suite *fsutil_suite(void);
+
+static char	tdir_path[64];
+static int	tdir = -1;
+
+static void	setup(void);
+static void	teardown(void);
+static int	rm_cb(const char *, const struct stat *, int, struct FTW *);
+static void	put(const char *, const char *);
+static char	*slurp(const char *, size_t *);
+static bool	exists(const char *);
+
+static void
+setup(void)
+{
+	strcpy(tdir_path, "/tmp/tend-fsutil-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tdir_path));
+	tdir = open(tdir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(tdir, 0);
+}
+
+static int
+rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void
+teardown(void)
+{
+	close(tdir);
+	tdir = -1;
+	nftw(tdir_path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Create (or replace) a file with plain open/write. */
+static void
+put(const char *name, const char *s)
+{
+	int	fd;
+
+	fd = openat(tdir, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+	close(fd);
+}
+
+/* The whole file, NUL-terminated, independent of fsutil_read. */
+static char *
+slurp(const char *name, size_t *lenp)
+{
+	static char	d[8192];
+	ssize_t		n;
+	size_t		len = 0;
+	int		fd;
+
+	fd = openat(tdir, name, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	while ((n = read(fd, d + len, sizeof(d) - 1 - len)) > 0)
+		len += (size_t)n;
+	close(fd);
+	d[len] = '\0';
+	if (lenp != NULL)
+		*lenp = len;
+	return d;
+}
+
+static bool
+exists(const char *name)
+{
+	struct stat	st;
+
+	return fstatat(tdir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+START_TEST(write_atomic_replaces)
+{
+	size_t	len;
+
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "first version", 13,
+	    false), 0);
+	ck_assert_str_eq(slurp("f", NULL), "first version");
+	ck_assert(!exists("f.tmp"));
+
+	/* Shorter content: nothing of the old file may survive. */
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "2nd", 3, true), 0);
+	ck_assert_str_eq(slurp("f", &len), "2nd");
+	ck_assert_uint_eq(len, 3);
+	ck_assert(!exists("f.tmp"));
+
+	/* Empty content is a file of size 0, not a failure. */
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "", 0, false), 0);
+	slurp("f", &len);
+	ck_assert_uint_eq(len, 0);
+}
+END_TEST
+
+START_TEST(write_atomic_is_a_rename)
+{
+	struct stat	before, after;
+	int		fd;
+
+	put("f", "old");
+	ck_assert_int_eq(fstatat(tdir, "f", &before, 0), 0);
+	/* A reader holding the old file keeps reading the old bytes. */
+	fd = openat(tdir, "f", O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "new", 3, false), 0);
+	ck_assert_int_eq(fstatat(tdir, "f", &after, 0), 0);
+	ck_assert_uint_ne(before.st_ino, after.st_ino);
+	{
+		char	b[8] = "";
+
+		ck_assert_int_eq(read(fd, b, sizeof(b)), 3);
+		ck_assert_int_eq(memcmp(b, "old", 3), 0);
+	}
+	close(fd);
+	ck_assert_str_eq(slurp("f", NULL), "new");
+}
+END_TEST
+
+START_TEST(write_atomic_failure_cleans_up)
+{
+	char	name[NAME_MAX + 1];
+
+	/* rename(file, directory) fails: the temporary must not remain. */
+	ck_assert_int_eq(mkdirat(tdir, "d", 0700), 0);
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "d", "x", 1, false), -1);
+	ck_assert_int_eq(errno, EISDIR);
+	ck_assert(!exists("d.tmp"));
+
+	/* A name whose ".tmp" sibling cannot exist. */
+	memset(name, 'n', NAME_MAX - 2);
+	name[NAME_MAX - 2] = '\0';
+	ck_assert_int_eq(fsutil_write_atomic(tdir, name, "x", 1, false), -1);
+	ck_assert_int_eq(errno, ENAMETOOLONG);
+
+	/* A missing directory. */
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "nodir/f", "x", 1, false),
+	    -1);
+	ck_assert_int_eq(errno, ENOENT);
+}
+END_TEST
+
+START_TEST(write_atomic_over_stale_tmp)
+{
+	/* A crash left a longer temporary behind: none of it may show. */
+	put("f.tmp", "stale bytes from a crash, longer than the new content");
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "fresh", 5, false), 0);
+	ck_assert_str_eq(slurp("f", NULL), "fresh");
+	ck_assert(!exists("f.tmp"));
+}
+END_TEST
+
+START_TEST(write_new_refuses_existing)
+{
+	size_t	len;
+
+	ck_assert_int_eq(fsutil_write_new(tdir, "n", "first", 5), 0);
+	ck_assert_str_eq(slurp("n", &len), "first");
+	ck_assert_uint_eq(len, 5);
+	ck_assert(!exists("n.tmp"));
+	errno = 0;
+	ck_assert_int_eq(fsutil_write_new(tdir, "n", "second", 6), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	ck_assert_str_eq(slurp("n", NULL), "first");
+	/* Nor through a link planted in its place. */
+	ck_assert_int_eq(symlinkat("target", tdir, "lnk"), 0);
+	errno = 0;
+	ck_assert_int_eq(fsutil_write_new(tdir, "lnk", "x", 1), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	ck_assert(!exists("target"));
+	ck_assert_int_eq(fsutil_write_new(tdir, "empty", "", 0), 0);
+	slurp("empty", &len);
+	ck_assert_uint_eq(len, 0);
+}
+END_TEST
+
+START_TEST(rmtree_nested)
+{
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "a/b/c/d"), 0);
+	ck_assert_int_eq(mkdirat(tdir, "a/empty", 0700), 0);
+	put("a/top", "1");
+	put("a/b/mid", "2");
+	put("a/b/c/d/deep", "3");
+	ck_assert_int_eq(fsutil_rmtree(tdir, "a"), 0);
+	ck_assert(!exists("a"));
+	/* A single file is a tree too. */
+	put("plain", "x");
+	ck_assert_int_eq(fsutil_rmtree(tdir, "plain"), 0);
+	ck_assert(!exists("plain"));
+}
+END_TEST
+
+START_TEST(rmtree_enoent_is_success)
+{
+	errno = 0;
+	ck_assert_int_eq(fsutil_rmtree(tdir, "never-was"), 0);
+	ck_assert_int_eq(fsutil_rmtree(tdir, "never/was/either"), 0);
+}
+END_TEST
+
+START_TEST(rmtree_does_not_follow_links)
+{
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "outside"), 0);
+	put("outside/keep", "precious");
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "victim/sub"), 0);
+	ck_assert_int_eq(symlinkat("../outside", tdir, "victim/link"), 0);
+	ck_assert_int_eq(symlinkat("../../outside/keep", tdir,
+	    "victim/sub/filelink"), 0);
+	ck_assert_int_eq(fsutil_rmtree(tdir, "victim"), 0);
+	ck_assert(!exists("victim"));
+	ck_assert_str_eq(slurp("outside/keep", NULL), "precious");
+	/* A link named directly is removed, not its target. */
+	ck_assert_int_eq(symlinkat("outside", tdir, "dirlink"), 0);
+	ck_assert_int_eq(fsutil_rmtree(tdir, "dirlink"), 0);
+	ck_assert(!exists("dirlink"));
+	ck_assert(exists("outside/keep"));
+}
+END_TEST
+
+START_TEST(mkdirs_nested_idempotent)
+{
+	struct stat	st;
+	mode_t		old;
+
+	old = umask(0);
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y/z"), 0);
+	umask(old);
+	ck_assert_int_eq(fstatat(tdir, "x/y/z", &st, 0), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+	ck_assert_int_eq(fstatat(tdir, "x", &st, 0), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0700);
+
+	put("x/y/z/file", "kept");
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y/z"), 0);
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y"), 0);
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y/z/"), 0);
+	ck_assert_str_eq(slurp("x/y/z/file", NULL), "kept");
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y/w"), 0);
+	ck_assert(exists("x/y/w"));
+}
+END_TEST
+
+START_TEST(mkdirs_absolute_and_failures)
+{
+	struct stat	st;
+	char		path[128];
+
+	snprintf(path, sizeof(path), "%s/abs/one/two", tdir_path);
+	ck_assert_int_eq(fsutil_mkdirs(AT_FDCWD, path), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+
+	/* A file in the way. */
+	put("file", "x");
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "file/sub"), -1);
+	ck_assert_int_eq(errno, ENOTDIR);
+	ck_assert(!exists("file/sub"));
+
+	/* A relative path under a missing directory fd. */
+	ck_assert_int_eq(fsutil_mkdirs(-1, "rel"), -1);
+	ck_assert_int_eq(errno, EBADF);
+}
+END_TEST
+
+START_TEST(read_whole_and_bounded)
+{
+	char	*s;
+	size_t	 len = 99;
+
+	put("f", "0123456789");
+	s = fsutil_read(tdir, "f", 100, &len);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(s, "0123456789");
+	ck_assert_uint_eq(len, 10);
+	free(s);
+
+	/* Exactly max: all of it. */
+	s = fsutil_read(tdir, "f", 10, &len);
+	ck_assert_str_eq(s, "0123456789");
+	ck_assert_uint_eq(len, 10);
+	free(s);
+
+	/* Truncated at max, still NUL-terminated. */
+	s = fsutil_read(tdir, "f", 4, &len);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(len, 4);
+	ck_assert_str_eq(s, "0123");
+	free(s);
+
+	/* len is optional. */
+	s = fsutil_read(tdir, "f", 3, NULL);
+	ck_assert_str_eq(s, "012");
+	free(s);
+
+	put("empty", "");
+	s = fsutil_read(tdir, "empty", 16, &len);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(s, "");
+	ck_assert_uint_eq(len, 0);
+	free(s);
+}
+END_TEST
+
+START_TEST(read_binary_and_errors)
+{
+	static const char	bin[] = { 'a', '\0', 'b', '\n', '\0' };
+	char			*s;
+	size_t			 len;
+
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "bin", bin, sizeof(bin),
+	    false), 0);
+	s = fsutil_read(tdir, "bin", 64, &len);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(len, sizeof(bin));
+	ck_assert_int_eq(memcmp(s, bin, sizeof(bin)), 0);
+	ck_assert_int_eq(s[len], '\0');
+	free(s);
+
+	errno = 0;
+	ck_assert_ptr_null(fsutil_read(tdir, "missing", 64, &len));
+	ck_assert_int_eq(errno, ENOENT);
+
+	ck_assert_int_eq(mkdirat(tdir, "dir", 0700), 0);
+	errno = 0;
+	ck_assert_ptr_null(fsutil_read(tdir, "dir", 64, &len));
+	ck_assert_int_eq(errno, EISDIR);
+}
+END_TEST
+
+Suite *
+fsutil_suite(void)
+{
+	Suite	*s = suite_create("fsutil");
+	TCase	*tc;
+
+	tc = tcase_create("write_atomic");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, write_atomic_replaces);
+	tcase_add_test(tc, write_atomic_is_a_rename);
+	tcase_add_test(tc, write_atomic_failure_cleans_up);
+	tcase_add_test(tc, write_atomic_over_stale_tmp);
+	tcase_add_test(tc, write_new_refuses_existing);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("rmtree");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, rmtree_nested);
+	tcase_add_test(tc, rmtree_enoent_is_success);
+	tcase_add_test(tc, rmtree_does_not_follow_links);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("mkdirs");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, mkdirs_nested_idempotent);
+	tcase_add_test(tc, mkdirs_absolute_and_failures);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("read");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, read_whole_and_bounded);
+	tcase_add_test(tc, read_binary_and_errors);
+	suite_add_tcase(s, tc);
+	return s;
+}

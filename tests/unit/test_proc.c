@@ -1,0 +1,1331 @@
+/*
+ * proc: real processes on the default loop, reaped by one ev_child (pid 0)
+ * watcher exactly as the agent does.  Launch and exit codes, exec failures
+ * that leave nothing behind, limits, signals and timeouts, groups that
+ * settle late and grandchildren that escape, stdin, the environment, the
+ * record's files, watchers, removal and trimming.
+ */
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+
+#include "boot.h"
+#include "fsutil.h"
+#include "proc.h"
+
+Suite *proc_suite(void);
+
+#define ARGV(...)	((char *[]){ __VA_ARGS__, NULL })
+#define WAIT_S		3.0
+
+/* Events a watcher saw, in order. */
+struct seen {
+	struct proc_watch	w;
+	int			n[PROC_EV_GONE + 1];
+	char			order[64];
+};
+
+static char		 state_path[64];
+static int		 statefd = -1, procsfd = -1;
+static char		 boot[BOOT_ID_LEN + 1];
+static struct ev_loop	*loop;
+static struct proctab	 tab;
+static ev_child		 reaper;
+static struct rlimit	 start_nofile;	/* before proctab_init raises it */
+
+static void	setup(void);
+static void	teardown(void);
+static int	rm_cb(const char *, const struct stat *, int, struct FTW *);
+static void	reap_cb(struct ev_loop *, ev_child *, int);
+static void	tick_cb(struct ev_loop *, ev_timer *, int);
+static double	now_s(void);
+static bool	run_until(bool (*)(struct proc *), struct proc *, double);
+static bool	is_exited(struct proc *);
+static bool	is_reaped(struct proc *);
+static bool	is_done(struct proc *);
+static bool	none_live(struct proc *);
+static struct proc *spawn(struct proc_opts *);
+static int	spawn_err(struct proc_opts *, bool *);
+static char	*rec_file(struct proc *, const char *, size_t *);
+static cJSON	*rec_json(struct proc *, const char *);
+static bool	rec_exists(const char *);
+static cJSON	*item(cJSON *, const char *);
+static void	seen_cb(struct proc_watch *, enum proc_event);
+static void	end_cb(struct proc_watch *, enum proc_event);
+static bool	no_zombie(struct proc *);
+static bool	has_status(struct proc *);
+static bool	on_valgrind(void);
+static void	make_noexec(char *, size_t);
+static char	*proc_file(pid_t, const char *);
+static void	raw_ignore(int, bool);
+
+static void
+setup(void)
+{
+	/* As the agent outside PID 1: orphans of our children come to us. */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	signal(SIGPIPE, SIG_IGN);
+	/* The base environment, as proctab_init takes it. */
+	ck_assert_int_eq(setenv("TEND_X", "1", 1), 0);
+	ck_assert_int_eq(setenv("UNIT_BASE", "kept", 1), 0);
+	ck_assert_int_eq(setenv("UNIT_OVERRIDE", "base", 1), 0);
+
+	strcpy(state_path, "/tmp/tend-proc-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(state_path));
+	statefd = open(state_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(statefd, 0);
+	ck_assert_int_eq(boot_new_id(boot), 0);
+	ck_assert_int_eq(boot_create(statefd, boot, &procsfd), 0);
+
+	/* ev_child works on the default loop only. */
+	loop = ev_default_loop(EVFLAG_AUTO);
+	ck_assert_ptr_nonnull(loop);
+	ev_child_init(&reaper, reap_cb, 0, 0);
+	ev_child_start(loop, &reaper);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &start_nofile), 0);
+	ck_assert_int_eq(proctab_init(&tab, loop, boot, statefd, procsfd), 0);
+}
+
+static int
+rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void
+teardown(void)
+{
+	proctab_signal_all(&tab, SIGKILL);
+	(void)run_until(none_live, NULL, WAIT_S);
+	proctab_free(&tab);
+	ev_child_stop(loop, &reaper);
+	/* Children of failed launches, if the loop did not get to them. */
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	ev_loop_destroy(loop);
+	loop = NULL;
+	close(procsfd);
+	close(statefd);
+	nftw(state_path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* The agent's reap loop. */
+static void
+reap_cb(struct ev_loop *l, ev_child *w, int revents)
+{
+	(void)l;
+	(void)revents;
+	proc_reaped(&tab, w->rpid, w->rstatus);
+}
+
+static void
+tick_cb(struct ev_loop *l, ev_timer *w, int revents)
+{
+	(void)l;
+	(void)w;
+	(void)revents;
+}
+
+static double
+now_s(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run the loop until done(p) or secs have passed. */
+static bool
+run_until(bool (*done)(struct proc *), struct proc *p, double secs)
+{
+	ev_timer	tick;
+	double		end = now_s() + secs;
+
+	ev_timer_init(&tick, tick_cb, 0.005, 0.005);
+	ev_timer_start(loop, &tick);
+	while (!done(p) && now_s() < end)
+		ev_run(loop, EVRUN_ONCE);
+	ev_timer_stop(loop, &tick);
+	return done(p);
+}
+
+static bool
+is_exited(struct proc *p)
+{
+	return p->state == PROC_EXITED;
+}
+
+static bool
+is_reaped(struct proc *p)
+{
+	return p->reaped;
+}
+
+/* Exited, and the output complete. */
+static bool
+is_done(struct proc *p)
+{
+	return p->state == PROC_EXITED && proc_output_done(p);
+}
+
+static bool
+none_live(struct proc *p)
+{
+	(void)p;
+	return tab.nlive == 0;
+}
+
+static struct proc *
+spawn(struct proc_opts *o)
+{
+	struct proc	*p;
+	bool		 failed = true;
+	int		 err = -1;
+
+	if (o->grace_s == 0)
+		o->grace_s = 1;
+	p = proc_spawn(&tab, o, &failed, &err);
+	ck_assert_msg(p != NULL, "%s: %s", o->argv[0], strerror(err));
+	ck_assert(!failed);
+	return p;
+}
+
+/* A launch that must fail: its *err. */
+static int
+spawn_err(struct proc_opts *o, bool *failed)
+{
+	bool	f = false;
+	int	err = 0;
+
+	ck_assert_ptr_null(proc_spawn(&tab, o, &f, &err));
+	if (failed != NULL)
+		*failed = f;
+	return err;
+}
+
+/* A file of the record, read as a client would (ended records close theirs). */
+static char *
+rec_file(struct proc *p, const char *name, size_t *len)
+{
+	char	path[PROC_ID_MAX + 32], *s;
+
+	snprintf(path, sizeof(path), "%s/%s", p->id, name);
+	s = fsutil_read(procsfd, path, 4 << 20, len);
+	ck_assert_msg(s != NULL, "%s: %s", path, strerror(errno));
+	return s;
+}
+
+static cJSON *
+rec_json(struct proc *p, const char *name)
+{
+	char	*s = rec_file(p, name, NULL);
+	cJSON	*j = cJSON_Parse(s);
+
+	ck_assert_msg(j != NULL, "%s: not JSON: %s", name, s);
+	free(s);
+	return j;
+}
+
+static bool
+rec_exists(const char *id)
+{
+	struct stat	st;
+
+	return fstatat(procsfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* A member that must be there. */
+static cJSON *
+item(cJSON *j, const char *key)
+{
+	cJSON	*v = cJSON_GetObjectItemCaseSensitive(j, key);
+
+	ck_assert_msg(v != NULL, "no %s", key);
+	return v;
+}
+
+static void
+seen_cb(struct proc_watch *w, enum proc_event ev)
+{
+	struct seen	*s = (struct seen *)w;
+	size_t		 n = strlen(s->order);
+
+	s->n[ev]++;
+	if (ev != PROC_EV_OUTPUT && n + 1 < sizeof(s->order)) {
+		s->order[n] = "OXEFG"[ev];	/* F: EOF */
+		s->order[n + 1] = '\0';
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Launch and exit */
+
+START_TEST(spawn_exit_code)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c", "echo hi; exit 3") };
+	struct proc	*p;
+	cJSON		*j, *e, *a;
+	char		*s, path[PROC_ID_MAX + 16];
+	size_t		 len;
+
+	p = spawn(&o);
+	ck_assert_int_eq(p->state, PROC_RUNNING);
+	ck_assert_int_gt(p->pid, 0);
+	/* A generated ID: "p" and 12 hex digits. */
+	ck_assert(proc_id_valid(p->id));
+	ck_assert_uint_eq(strlen(p->id), 13);
+	ck_assert_int_eq(p->id[0], 'p');
+	ck_assert_ptr_eq(proc_find(&tab, p->id), p);
+	ck_assert_int_eq(tab.nlive, 1);
+
+	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert(p->reaped);
+	ck_assert_int_eq(p->code, 3);
+	ck_assert_int_eq(p->sig, 0);
+	ck_assert(!p->timed_out);
+	ck_assert_int_ge(p->ended_ms, p->started_ms);
+	ck_assert(proc_output_done(p));
+	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 3);
+	ck_assert_uint_eq(p->ls.end[LS_STDERR], 0);
+	ck_assert_int_eq(tab.nlive, 0);
+	ck_assert_int_eq(tab.nexited, 1);
+
+	s = rec_file(p, "stdout", &len);
+	ck_assert_uint_eq(len, 3);
+	ck_assert_str_eq(s, "hi\n");
+	free(s);
+	/* Nothing on stderr: an empty file, or none (stores are lazy). */
+	snprintf(path, sizeof(path), "%s/stderr", p->id);
+	if ((s = fsutil_read(procsfd, path, 16, &len)) != NULL) {
+		ck_assert_uint_eq(len, 0);
+		free(s);
+	} else
+		ck_assert_int_eq(errno, ENOENT);
+
+	j = rec_json(p, "status.json");
+	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
+	e = item(j, "exit");
+	ck_assert_int_eq(item(e, "code")->valueint, 3);
+	ck_assert(cJSON_IsNull(item(e, "signal")));
+	ck_assert(cJSON_IsFalse(item(e, "timedOut")));
+	ck_assert(cJSON_IsString(item(j, "endedAt")));
+	cJSON_Delete(j);
+
+	j = rec_json(p, "meta.json");
+	a = item(j, "argv");
+	ck_assert_int_eq(cJSON_GetArraySize(a), 3);
+	ck_assert_str_eq(cJSON_GetArrayItem(a, 2)->valuestring, "echo hi; exit 3");
+	ck_assert_str_eq(item(j, "bootId")->valuestring, boot);
+	ck_assert_str_eq(item(item(j, "options"), "stdin")->valuestring, "null");
+	cJSON_Delete(j);
+}
+END_TEST
+
+static bool
+has_status(struct proc *p)
+{
+	struct stat	st;
+	char		path[PROC_ID_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/status.json", p->id);
+	return fstatat(procsfd, path, &st, 0) == 0;
+}
+
+START_TEST(status_while_running)
+{
+	struct proc_opts o = { .argv = ARGV("sleep", "5") };
+	struct proc	*p;
+	cJSON		*j;
+
+	/* A process that goes on gets a "running" status soon. */
+	p = spawn(&o);
+	ck_assert(run_until(has_status, p, WAIT_S));
+	j = rec_json(p, "status.json");
+	ck_assert_str_eq(item(j, "state")->valuestring, "running");
+	ck_assert_int_eq(item(j, "pid")->valueint, p->pid);
+	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "exit"));
+	cJSON_Delete(j);
+	/* Replaced by the final one. */
+	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
+	ck_assert(run_until(is_exited, p, WAIT_S));
+	j = rec_json(p, "status.json");
+	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
+	cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(spawn_all_exit_codes)
+{
+	static const int codes[] = { 0, 1, 2, 126, 127, 128, 200, 255 };
+	struct proc	*p[8];
+	char		 cmd[8][32];
+	size_t		 i;
+
+	for (i = 0; i < 8; i++) {
+		struct proc_opts o = { .argv = ARGV("sh", "-c", cmd[i]) };
+
+		snprintf(cmd[i], sizeof(cmd[i]), "exit %d", codes[i]);
+		p[i] = spawn(&o);
+	}
+	ck_assert(run_until(none_live, NULL, WAIT_S));
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(p[i]->code, codes[i]);
+		ck_assert_int_eq(p[i]->sig, 0);
+	}
+}
+END_TEST
+
+START_TEST(output_drained_whole)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c",
+	    "head -c 300000 /dev/zero; head -c 70000 /dev/zero >&2") };
+	struct proc	*p;
+	char		*s;
+	size_t		 len, i;
+
+	p = spawn(&o);
+	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 300000);
+	ck_assert_uint_eq(p->ls.end[LS_STDERR], 70000);
+	s = rec_file(p, "stdout", &len);
+	ck_assert_uint_eq(len, 300000);
+	for (i = 0; i < len; i++)
+		ck_assert_int_eq(s[i], 0);
+	free(s);
+	ck_assert_uint_eq(tab.stored, 370000);
+}
+END_TEST
+
+static bool
+on_valgrind(void)
+{
+#ifdef RUNNING_ON_VALGRIND
+	return RUNNING_ON_VALGRIND;
+#else
+	const char	*pre = getenv("LD_PRELOAD");
+
+	return pre != NULL && strstr(pre, "vgpreload") != NULL;
+#endif
+}
+
+/* No child of ours is a zombie (without reaping one). */
+static bool
+no_zombie(struct proc *p)
+{
+	siginfo_t	si;
+
+	(void)p;
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
+		return errno == ECHILD;
+	return si.si_pid == 0;
+}
+
+/* A script that is not executable, in the state dir. */
+static void
+make_noexec(char *path, size_t n)
+{
+	int	fd;
+
+	snprintf(path, n, "%s/noexec", state_path);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "#!/bin/sh\n", 10), 10);
+	close(fd);
+}
+
+START_TEST(spawn_not_found_leaves_nothing)
+{
+	struct proc_opts o = { .id = "ghost" };
+	char		 noexec[128], path[160];
+	bool		 failed;
+
+	/* Not on PATH. */
+	o.argv = ARGV("tend-no-such-binary-on-path");
+	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
+	ck_assert(failed);
+	ck_assert(!rec_exists("ghost"));
+	ck_assert_ptr_null(tab.head);
+	ck_assert_int_eq(tab.nlive, 0);
+
+	/* On the request's PATH, but not executable, even for root. */
+	make_noexec(noexec, sizeof(noexec));
+	snprintf(path, sizeof(path), "PATH=%s", state_path);
+	o.argv = ARGV("noexec");
+	o.env = ARGV(path);
+	ck_assert_int_eq(spawn_err(&o, &failed), EACCES);
+	ck_assert(failed);
+	ck_assert(!rec_exists("ghost"));
+	o.env = NULL;
+	ck_assert_ptr_null(tab.head);
+	ck_assert_uint_eq(tab.started, 0);
+
+	/* And the ID can be used. */
+	o.argv = ARGV("true");
+	spawn(&o);
+	ck_assert(rec_exists("ghost"));
+}
+END_TEST
+
+START_TEST(exec_failures_leave_nothing)
+{
+	struct proc_opts o = { .id = "ghost" };
+	char		 noexec[128];
+	bool		 failed;
+
+	/*
+	 * valgrind runs posix_spawn's CLONE_VM|CLONE_VFORK child as a plain
+	 * fork, so an exec or chdir failure in the child cannot reach the
+	 * parent: the launch "succeeds" and the child exits 127.
+	 */
+	if (on_valgrind()) {
+		fprintf(stderr, "exec_failures_leave_nothing: skipped under "
+		    "valgrind\n");
+		return;
+	}
+	/* A missing binary, by path. */
+	o.argv = ARGV("/nonexistent/tend-no-such-binary");
+	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
+	ck_assert(failed);
+	ck_assert(!rec_exists("ghost"));
+
+	/* A missing cwd. */
+	o.argv = ARGV("true");
+	o.cwd = "/nonexistent/dir";
+	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
+	ck_assert(failed);
+	ck_assert(!rec_exists("ghost"));
+	o.cwd = NULL;
+
+	/* Not executable, by path. */
+	make_noexec(noexec, sizeof(noexec));
+	o.argv = ARGV(noexec);
+	ck_assert_int_eq(spawn_err(&o, &failed), EACCES);
+	ck_assert(failed);
+	ck_assert(!rec_exists("ghost"));
+	ck_assert_ptr_null(tab.head);
+	ck_assert_uint_eq(tab.started, 0);
+
+	/* A child that failed to exec, if there was one, is collected. */
+	ck_assert(run_until(no_zombie, NULL, WAIT_S));
+	o.argv = ARGV("true");
+	spawn(&o);
+	ck_assert(rec_exists("ghost"));
+}
+END_TEST
+
+START_TEST(id_taken)
+{
+	struct proc_opts o = { .argv = ARGV("sleep", "5"), .id = "dup" };
+	struct proc	*p;
+	bool		 failed = true;
+
+	p = spawn(&o);
+	ck_assert_str_eq(p->id, "dup");
+	o.argv = ARGV("true");
+	ck_assert_int_eq(spawn_err(&o, &failed), EEXIST);
+	ck_assert(!failed);
+	/* The first is untouched. */
+	ck_assert_ptr_eq(proc_find(&tab, "dup"), p);
+	ck_assert_int_eq(tab.nlive, 1);
+	ck_assert_int_eq(p->state, PROC_RUNNING);
+	ck_assert(rec_exists("dup"));
+
+	/* An ended record still holds its ID. */
+	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
+	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert_int_eq(spawn_err(&o, &failed), EEXIST);
+	ck_assert(!failed);
+	ck_assert_int_eq(p->code, 137);
+}
+END_TEST
+
+START_TEST(maxlive_limit)
+{
+	struct proc_opts o = { .argv = ARGV("sleep", "5") };
+	struct proc	*a;
+	bool		 failed = true;
+
+	tab.maxlive = 2;
+	a = spawn(&o);
+	spawn(&o);
+	o.id = "third";
+	ck_assert_int_eq(spawn_err(&o, &failed), EAGAIN);
+	ck_assert(!failed);
+	ck_assert(!rec_exists("third"));
+	ck_assert_int_eq(tab.nlive, 2);
+
+	/* An ended process frees its slot. */
+	ck_assert_int_eq(proc_kill(a, SIGKILL, true), 0);
+	ck_assert(run_until(is_exited, a, WAIT_S));
+	spawn(&o);
+	ck_assert_int_eq(tab.nlive, 2);
+}
+END_TEST
+
+START_TEST(id_valid_vectors)
+{
+	char		 longest[PROC_ID_MAX + 2];
+	static const char *const good[] = {
+		"a", "Z", "0", "web", "web-1", "a.b_c-d", "A1.2", "x--", "p0123",
+	};
+	static const char *const bad[] = {
+		"", "-a", ".a", "_a", ".", "..", "a/b", "/a", "a b", "a\n",
+		"a:b", "a%2f", "\xc3\xa9", "a\xc3\xa9", "a*", "a?",
+	};
+	size_t		 i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(proc_id_valid(good[i]), "%s refused", good[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!proc_id_valid(bad[i]), "%s accepted", bad[i]);
+	memset(longest, 'x', PROC_ID_MAX);
+	longest[PROC_ID_MAX] = '\0';
+	ck_assert(proc_id_valid(longest));
+	longest[PROC_ID_MAX] = 'x';
+	longest[PROC_ID_MAX + 1] = '\0';
+	ck_assert(!proc_id_valid(longest));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Signals, timeouts, groups */
+
+START_TEST(kill_sigkill)
+{
+	struct proc_opts o = { .argv = ARGV("sleep", "5") };
+	struct proc	*p;
+	cJSON		*j;
+
+	p = spawn(&o);
+	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
+	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert_int_eq(p->code, 137);
+	ck_assert_int_eq(p->sig, SIGKILL);
+	ck_assert(!p->timed_out);
+	j = rec_json(p, "status.json");
+	ck_assert_int_eq(item(item(j, "exit"), "signal")->valueint, 9);
+	ck_assert_int_eq(item(item(j, "exit"), "code")->valueint, 137);
+	cJSON_Delete(j);
+
+	errno = 0;
+	ck_assert_int_eq(proc_kill(p, SIGKILL, true), -1);
+	ck_assert_int_eq(errno, ESRCH);
+	errno = 0;
+	ck_assert_int_eq(proc_kill(p, SIGTERM, false), -1);
+	ck_assert_int_eq(errno, ESRCH);
+}
+END_TEST
+
+START_TEST(kill_root_only)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c", "sleep 5 & wait") };
+	struct proc	*p;
+
+	p = spawn(&o);
+	/* Let sh start its child before the root is signalled. */
+	{
+		struct timespec	ms = { 0, 50 * 1000 * 1000 };
+
+		nanosleep(&ms, NULL);
+	}
+	ck_assert_int_eq(proc_kill(p, SIGTERM, false), 0);
+	ck_assert(run_until(is_reaped, p, WAIT_S));
+	ck_assert_int_eq(p->sig, SIGTERM);
+	ck_assert_int_eq(p->code, 143);
+	/* The group lives on: still running, the root cannot be signalled. */
+	ck_assert(!run_until(is_exited, p, 0.2));
+	ck_assert_int_eq(p->state, PROC_RUNNING);
+	errno = 0;
+	ck_assert_int_eq(proc_kill(p, SIGTERM, false), -1);
+	ck_assert_int_eq(errno, ESRCH);
+	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
+	ck_assert(run_until(is_exited, p, WAIT_S));
+	/* exit records the root's outcome, not the last member's. */
+	ck_assert_int_eq(p->code, 143);
+}
+END_TEST
+
+START_TEST(timeout_term_then_kill)
+{
+	struct proc_opts stubborn = {
+		.argv = ARGV("sh", "-c", "trap '' TERM; exec sleep 5"),
+		.timeout_s = 0.2, .grace_s = 0.2,
+	};
+	struct proc_opts polite = {
+		.argv = ARGV("sleep", "5"), .timeout_s = 0.2, .grace_s = 5,
+	};
+	struct proc	*s, *q;
+	double		 t0 = now_s(), t;
+	cJSON		*j;
+
+	s = spawn(&stubborn);
+	q = spawn(&polite);
+	/* TERM ends the polite one at once, without the grace period. */
+	ck_assert(run_until(is_exited, q, WAIT_S));
+	t = now_s() - t0;
+	ck_assert(q->timed_out);
+	ck_assert_int_eq(q->sig, SIGTERM);
+	ck_assert_int_eq(q->code, 143);
+	ck_assert_double_ge(t, 0.15);
+	ck_assert_double_lt(t, 2.0);
+	/* The one that ignores TERM is killed after the grace period. */
+	ck_assert(run_until(is_exited, s, WAIT_S));
+	t = now_s() - t0;
+	ck_assert(s->timed_out);
+	ck_assert_int_eq(s->sig, SIGKILL);
+	ck_assert_int_eq(s->code, 137);
+	ck_assert_double_ge(t, 0.35);
+	ck_assert_double_lt(t, 2.5);
+	j = rec_json(s, "status.json");
+	ck_assert(cJSON_IsTrue(item(item(j, "exit"), "timedOut")));
+	cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(no_timeout_after_exit)
+{
+	struct proc_opts o = { .argv = ARGV("true"), .timeout_s = 0.1 };
+	struct proc	*p;
+
+	p = spawn(&o);
+	ck_assert(run_until(is_exited, p, WAIT_S));
+	(void)run_until(is_reaped, p, 0.3);	/* past the timeout */
+	ck_assert(!p->timed_out);
+	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(p->sig, 0);
+}
+END_TEST
+
+/* At END the output of the whole group is in, whoever wrote it last. */
+static void
+end_cb(struct proc_watch *w, enum proc_event ev)
+{
+	struct seen	*s = (struct seen *)w;
+
+	seen_cb(w, ev);
+	if (ev == PROC_EV_END) {
+		ck_assert_uint_eq(w->proc->ls.end[LS_STDOUT], 5);
+		ck_assert(proc_output_done(w->proc));
+		ck_assert_int_eq(w->proc->state, PROC_EXITED);
+		s->n[PROC_EV_GONE] = 100;	/* marks the check as done */
+	}
+}
+
+START_TEST(group_settles_late)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c",
+	    "(sleep 0.3; echo late) & exit 0") };
+	struct proc	*p;
+	struct seen	 s;
+	double		 t0 = now_s();
+
+	memset(&s, 0, sizeof(s));
+	p = spawn(&o);
+	proc_watch_add(p, &s.w, end_cb);
+	ck_assert(run_until(is_reaped, p, WAIT_S));
+	ck_assert_int_eq(p->code, 0);
+	/* The root is gone, its group is not. */
+	ck_assert_int_eq(p->state, PROC_RUNNING);
+	ck_assert_int_eq(tab.nlive, 1);
+	ck_assert_int_eq(s.n[PROC_EV_EXIT], 1);
+	ck_assert_int_eq(s.n[PROC_EV_END], 0);
+	errno = 0;
+	ck_assert_int_eq(proc_kill(p, 0, false), -1);
+	ck_assert_int_eq(errno, ESRCH);
+	ck_assert_int_eq(proc_kill(p, 0, true), 0);
+	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert_double_ge(now_s() - t0, 0.25);
+	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(s.n[PROC_EV_END], 1);
+	ck_assert_int_eq(s.n[PROC_EV_GONE], 100);
+	ck_assert_int_eq(tab.nlive, 0);
+	proc_watch_del(&s.w);
+}
+END_TEST
+
+START_TEST(escaped_grandchild)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c",
+	    "setsid sh -c 'sleep 0.5; echo late' & echo early") };
+	struct proc	*p;
+	char		*s;
+
+	if (access("/usr/bin/setsid", X_OK) != 0 &&
+	    access("/bin/setsid", X_OK) != 0) {
+		fprintf(stderr, "escaped_grandchild: skipped, no setsid\n");
+		return;
+	}
+	p = spawn(&o);
+	/* Out of the group: the record ends without it... */
+	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert(!proc_output_done(p));
+	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 6);
+	/* ...and what it writes to the inherited pipe is still stored. */
+	ck_assert(run_until(is_done, p, WAIT_S));
+	s = rec_file(p, "stdout", NULL);
+	ck_assert_str_eq(s, "early\nlate\n");
+	free(s);
+	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 11);
+	{
+		cJSON	*j = rec_json(p, "status.json");
+
+		ck_assert_int_eq(item(j, "stdoutBytes")->valueint, 11);
+		cJSON_Delete(j);
+	}
+}
+END_TEST
+
+START_TEST(signal_all_and_finalize)
+{
+	struct proc_opts o = { .argv = ARGV("sleep", "5") };
+	struct proc_opts g = { .argv = ARGV("sh", "-c", "sleep 5 & exit 0") };
+	struct proc	*a, *b, *c;
+
+	a = spawn(&o);
+	b = spawn(&o);
+	c = spawn(&g);
+	ck_assert(run_until(is_reaped, c, WAIT_S));
+	proctab_signal_all(&tab, SIGTERM);
+	ck_assert(run_until(none_live, NULL, WAIT_S));
+	ck_assert_int_eq(a->sig, SIGTERM);
+	ck_assert_int_eq(b->sig, SIGTERM);
+	ck_assert_int_eq(c->code, 0);
+
+	/* At shutdown, a reaped root whose group lingers gets a final status. */
+	c = spawn(&g);
+	ck_assert(run_until(is_reaped, c, WAIT_S));
+	ck_assert_int_eq(c->state, PROC_RUNNING);
+	proctab_finalize(&tab);
+	ck_assert_int_eq(c->state, PROC_EXITED);
+	ck_assert_int_eq(tab.nlive, 0);
+	{
+		cJSON	*j = rec_json(c, "status.json");
+
+		ck_assert_str_eq(item(j, "state")->valuestring, "exited");
+		cJSON_Delete(j);
+	}
+	(void)kill(-c->pid, SIGKILL);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Stdin, environment, the child's state */
+
+START_TEST(stdin_pipe)
+{
+	struct proc_opts o = { .argv = ARGV("cat"), .stdin_pipe = true };
+	struct proc	*p;
+	char		*d, *s;
+	size_t		 n = 200 * 1000, len, i;
+
+	d = malloc(n);
+	ck_assert_ptr_nonnull(d);
+	for (i = 0; i < n; i++)
+		d[i] = (char)(i * 31 + i / 1000);
+	p = spawn(&o);
+	/* More than a pipe holds: the rest is written as cat reads. */
+	ck_assert_int_eq(proc_stdin(p, d, 1000, false), 0);
+	ck_assert_int_eq(proc_stdin(p, d + 1000, n - 1000, true), 0);
+	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert_int_eq(p->code, 0);
+	ck_assert(p->stdin_closed);
+	s = rec_file(p, "stdout", &len);
+	ck_assert_uint_eq(len, n);
+	ck_assert_int_eq(memcmp(s, d, n), 0);
+	free(s);
+	free(d);
+	errno = 0;
+	ck_assert_int_eq(proc_stdin(p, "x", 1, false), -1);
+	ck_assert_int_eq(errno, EPIPE);
+}
+END_TEST
+
+static bool
+has_three(struct proc *p)
+{
+	return p->ls.end[LS_STDOUT] == 3;
+}
+
+START_TEST(stdin_stays_open)
+{
+	struct proc_opts o = { .argv = ARGV("cat"), .stdin_pipe = true };
+	struct proc_opts n = { .argv = ARGV("cat") };
+	struct proc	*p, *q;
+	cJSON		*j;
+
+	p = spawn(&o);
+	ck_assert_int_eq(proc_stdin(p, "abc", 3, false), 0);
+	ck_assert(run_until(has_three, p, WAIT_S));
+	ck_assert_int_eq(p->state, PROC_RUNNING);
+	/* Closing without data. */
+	ck_assert_int_eq(proc_stdin(p, "", 0, true), 0);
+	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 3);
+	j = rec_json(p, "meta.json");
+	ck_assert_str_eq(item(item(j, "options"), "stdin")->valuestring,
+	    "pipe");
+	cJSON_Delete(j);
+
+	/* Without a pipe, stdin is /dev/null and cannot be written. */
+	q = spawn(&n);
+	errno = 0;
+	ck_assert_int_eq(proc_stdin(q, "x", 1, false), -1);
+	ck_assert_int_eq(errno, EPIPE);
+	ck_assert(run_until(is_done, q, WAIT_S));
+	ck_assert_uint_eq(q->ls.end[LS_STDOUT], 0);
+	ck_assert_int_eq(q->code, 0);
+}
+END_TEST
+
+START_TEST(child_env)
+{
+	struct proc_opts o = {
+		.argv = ARGV("env"),
+		.env = ARGV("UNIT_OVERRIDE=s3cr3t-override", "UNIT_NEW=s3cr3t-new"),
+	};
+	struct proc	*p;
+	char		*s, *line, *save;
+	int		 override = 0, base = 0, added = 0;
+	cJSON		*j, *a;
+
+	p = spawn(&o);
+	ck_assert(run_until(is_done, p, WAIT_S));
+	s = rec_file(p, "stdout", NULL);
+	for (line = strtok_r(s, "\n", &save); line != NULL;
+	    line = strtok_r(NULL, "\n", &save)) {
+		ck_assert_msg(strncmp(line, "TEND_", 5) != 0, "leaked: %s", line);
+		if (strncmp(line, "UNIT_OVERRIDE=", 14) == 0) {
+			ck_assert_str_eq(line, "UNIT_OVERRIDE=s3cr3t-override");
+			override++;
+		}
+		if (strcmp(line, "UNIT_BASE=kept") == 0)
+			base++;
+		if (strcmp(line, "UNIT_NEW=s3cr3t-new") == 0)
+			added++;
+	}
+	free(s);
+	ck_assert_int_eq(override, 1);
+	ck_assert_int_eq(base, 1);
+	ck_assert_int_eq(added, 1);
+
+	/* meta.json names the variables and never holds their values. */
+	s = rec_file(p, "meta.json", NULL);
+	ck_assert_ptr_null(strstr(s, "s3cr3t"));
+	free(s);
+	j = rec_json(p, "meta.json");
+	a = item(j, "env");
+	ck_assert_int_eq(cJSON_GetArraySize(a), 2);
+	ck_assert_str_eq(cJSON_GetArrayItem(a, 0)->valuestring, "UNIT_OVERRIDE");
+	ck_assert_str_eq(cJSON_GetArrayItem(a, 1)->valuestring, "UNIT_NEW");
+	cJSON_Delete(j);
+}
+END_TEST
+
+/* Read a /proc file of pid. */
+static char *
+proc_file(pid_t pid, const char *name)
+{
+	char	path[64], *s;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	s = fsutil_read(AT_FDCWD, path, 1 << 16, NULL);
+	ck_assert_msg(s != NULL, "%s: %s", path, strerror(errno));
+	return s;
+}
+
+/* Ignore signal 32 or 33, which glibc's sigaction refuses to touch. */
+static void
+raw_ignore(int sig, bool ignore)
+{
+	struct {
+		void		*handler;
+		unsigned long	 flags;
+		void		*restorer;
+		uint64_t	 mask;
+	}	ksa = { ignore ? (void *)SIG_IGN : (void *)SIG_DFL, 0, NULL, 0 };
+
+	ck_assert_int_eq(syscall(SYS_rt_sigaction, sig, &ksa, NULL,
+	    sizeof(ksa.mask)), 0);
+}
+
+START_TEST(child_starts_clean)
+{
+	struct proc_opts st = { .argv = ARGV("cat", "/proc/self/status") };
+	struct proc_opts sid = { .argv = ARGV("cat", "/proc/self/stat") };
+	struct proc	*a, *b, *d;
+	char		*s, fdpath[64], comm[64];
+	int		 leak, pid, ppid, pgrp, session;
+	char		 state;
+	sigset_t	 set;
+
+	/*
+	 * What the agent's own state would leak: a blocked signal, ignored
+	 * ones (among them 33, which glibc reserves), an fd without
+	 * close-on-exec.
+	 */
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	signal(SIGUSR2, SIG_IGN);
+	raw_ignore(33, true);
+	leak = open("/dev/null", O_RDONLY);
+	ck_assert_int_ge(leak, 0);
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", leak);
+	{
+		struct proc_opts fd = { .argv = ARGV("readlink", fdpath) };
+
+		d = spawn(&fd);
+	}
+	a = spawn(&st);
+	b = spawn(&sid);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	signal(SIGUSR2, SIG_DFL);
+	raw_ignore(33, false);
+	close(leak);
+	ck_assert(run_until(none_live, NULL, WAIT_S));
+
+	s = rec_file(a, "stdout", NULL);
+	ck_assert_msg(strstr(s, "\nSigBlk:\t0000000000000000\n") != NULL, "%s", s);
+	ck_assert_msg(strstr(s, "\nSigIgn:\t0000000000000000\n") != NULL, "%s", s);
+	free(s);
+
+	/* Its own session and process group. */
+	s = rec_file(b, "stdout", NULL);
+	ck_assert_int_eq(sscanf(s, "%d %63s %c %d %d %d", &pid, comm, &state,
+	    &ppid, &pgrp, &session), 6);
+	ck_assert_int_eq(pid, b->pid);
+	ck_assert_int_eq(pgrp, b->pid);
+	ck_assert_int_eq(session, b->pid);
+	free(s);
+
+	/* No fd of the agent reaches the child: readlink fails. */
+	ck_assert_int_eq(d->code, 1);
+}
+END_TEST
+
+START_TEST(child_limits)
+{
+	struct proc_opts o = { .argv = ARGV("sleep", "5") };
+	struct proc	*p;
+	char		*s, *line, want[64];
+
+	/*
+	 * Started with a soft fd limit under the hard one, the table raises
+	 * its own and gives children the one it started with.
+	 */
+	proctab_free(&tab);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &start_nofile), 0);
+	if (start_nofile.rlim_max > 256) {
+		start_nofile.rlim_cur = 256;
+		ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &start_nofile), 0);
+	}
+	ck_assert_int_eq(proctab_init(&tab, loop, boot, statefd, procsfd), 0);
+	{
+		struct rlimit	now;
+
+		ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &now), 0);
+		ck_assert_uint_eq(now.rlim_cur, start_nofile.rlim_max);
+	}
+
+	/* Once launched, the child has the score and fd limit it is given. */
+	p = spawn(&o);
+	s = proc_file(p->pid, "oom_score_adj");
+	ck_assert_int_eq(atoi(s), tab.child_oom);
+	free(s);
+	s = proc_file(p->pid, "limits");
+	line = strstr(s, "Max open files");
+	ck_assert_ptr_nonnull(line);
+	snprintf(want, sizeof(want), "Max open files %llu",
+	    (unsigned long long)start_nofile.rlim_cur);
+	/* Collapse the table's padding before comparing. */
+	{
+		char	*r = line, *w = line;
+
+		while (*r != '\0' && *r != '\n') {
+			*w++ = *r;
+			if (*r++ == ' ')
+				while (*r == ' ')
+					r++;
+		}
+		*w = '\0';
+	}
+	ck_assert_msg(strncmp(line, want, strlen(want)) == 0 &&
+	    line[strlen(want)] == ' ', "%s, want %s", line, want);
+	free(s);
+	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
+	ck_assert(run_until(is_exited, p, WAIT_S));
+}
+END_TEST
+
+START_TEST(run_as_user)
+{
+	struct proc_opts o = {
+		.argv = ARGV("sh", "-c", "id -u; id -g; id -G"),
+		.has_user = true, .uid = 65534, .gid = 65534, .user = "nobody",
+		.cwd = "/",
+	};
+	struct proc	*p;
+	char		*s;
+	cJSON		*j;
+	bool		 failed;
+
+	if (geteuid() != 0) {
+		fprintf(stderr, "run_as_user: skipped, needs root\n");
+		return;
+	}
+	p = spawn(&o);
+	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert_int_eq(p->code, 0);
+	s = rec_file(p, "stdout", NULL);
+	ck_assert_str_eq(s, "65534\n65534\n65534\n");
+	free(s);
+	j = rec_json(p, "meta.json");
+	ck_assert_str_eq(item(j, "user")->valuestring, "nobody");
+	cJSON_Delete(j);
+
+	/*
+	 * Exec failure as another user: the same report, nothing left.
+	 * Under valgrind the forked child's _exit(127) gets a leak check of
+	 * the parent's heap it copied: noise, not a leak.
+	 */
+	if (on_valgrind())
+		return;
+	o.argv = ARGV("/nonexistent/tend-no-such-binary");
+	o.id = "ghost";
+	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
+	ck_assert(failed);
+	ck_assert(!rec_exists("ghost"));
+	o.argv = ARGV("true");
+	o.cwd = "/nonexistent/dir";
+	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
+	ck_assert(failed);
+	ck_assert(!rec_exists("ghost"));
+	ck_assert(run_until(no_zombie, NULL, WAIT_S));
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* The record */
+
+START_TEST(status_json_fields)
+{
+	struct proc_opts o = {
+		.argv = ARGV("sh", "-c", "echo out; echo err >&2; pwd"),
+		.cwd = "/tmp",
+	};
+	struct proc	*p;
+	cJSON		*tags, *j, *a, *e;
+	char		*s, *disk;
+
+	tags = cJSON_CreateObject();
+	cJSON_AddStringToObject(tags, "k", "v");
+	o.tags = tags;
+	p = spawn(&o);
+	/* Copied: the caller's object is the caller's. */
+	cJSON_AddStringToObject(tags, "later", "x");
+
+	j = proc_status_json(p);
+	ck_assert_str_eq(item(j, "id")->valuestring, p->id);
+	ck_assert_int_eq(item(j, "pid")->valueint, p->pid);
+	a = item(j, "command");
+	ck_assert_int_eq(cJSON_GetArraySize(a), 3);
+	ck_assert_str_eq(cJSON_GetArrayItem(a, 0)->valuestring, "sh");
+	ck_assert_str_eq(item(j, "cwd")->valuestring, "/tmp");
+	ck_assert_uint_eq(strlen(item(j, "startedAt")->valuestring), 24);
+	ck_assert_str_eq(item(j, "state")->valuestring, "running");
+	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "exit"));
+	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "endedAt"));
+	ck_assert_str_eq(item(j, "bootId")->valuestring, boot);
+	e = item(j, "tags");
+	ck_assert_int_eq(cJSON_GetArraySize(e), 1);
+	ck_assert_str_eq(item(e, "k")->valuestring, "v");
+	cJSON_Delete(j);
+	cJSON_Delete(tags);
+
+	ck_assert(run_until(is_done, p, WAIT_S));
+	j = proc_status_json(p);
+	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
+	e = item(j, "exit");
+	ck_assert_int_eq(item(e, "code")->valueint, 0);
+	ck_assert(cJSON_IsNull(item(e, "signal")));
+	ck_assert(cJSON_IsFalse(item(e, "timedOut")));
+	ck_assert_uint_eq(strlen(item(j, "endedAt")->valuestring), 24);
+	ck_assert_int_eq(item(j, "stdoutBytes")->valueint, 9);	/* out, /tmp */
+	ck_assert_int_eq(item(j, "stderrBytes")->valueint, 4);
+	ck_assert_int_eq(item(j, "droppedBytes")->valueint, 0);
+	ck_assert_int_eq(cJSON_GetArraySize(item(j, "tags")), 1);
+
+	/* The final status on disk is the same document. */
+	s = cJSON_PrintUnformatted(j);
+	disk = rec_file(p, "status.json", NULL);
+	ck_assert_str_eq(disk, s);
+	free(disk);
+	free(s);
+	cJSON_Delete(j);
+	ck_assert_str_eq(proc_state_name(PROC_RUNNING), "running");
+	ck_assert_str_eq(proc_state_name(PROC_EXITED), "exited");
+	ck_assert_str_eq(proc_state_name(PROC_ERROR), "error");
+}
+END_TEST
+
+START_TEST(watchers_and_delete)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c", "echo hi"), .id = "w" };
+	struct proc	*p;
+	struct seen	 s, quiet;
+	char		 id[PROC_ID_MAX + 1];
+
+	memset(&s, 0, sizeof(s));
+	memset(&quiet, 0, sizeof(quiet));
+	p = spawn(&o);
+	proc_watch_add(p, &s.w, seen_cb);
+	proc_watch_add(p, &quiet.w, seen_cb);
+	proc_watch_del(&quiet.w);
+	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert_int_ge(s.n[PROC_EV_OUTPUT], 1);
+	ck_assert_int_eq(s.n[PROC_EV_EXIT], 1);
+	ck_assert_int_eq(s.n[PROC_EV_END], 1);
+	ck_assert_int_ge(s.n[PROC_EV_EOF], 1);
+	ck_assert_int_eq(s.n[PROC_EV_GONE], 0);
+	/*
+	 * The root's exit comes before the end of the group, and the output
+	 * is complete by then: EOF was told before END.
+	 */
+	ck_assert_ptr_nonnull(strchr(s.order, 'X'));
+	ck_assert(strchr(s.order, 'X') < strchr(s.order, 'E'));
+	ck_assert_ptr_nonnull(strchr(s.order, 'F'));
+	ck_assert(strchr(s.order, 'F') < strchr(s.order, 'E'));
+	ck_assert_str_eq(quiet.order, "");
+	ck_assert_ptr_null(quiet.w.proc);
+
+	snprintf(id, sizeof(id), "%s", p->id);
+	ck_assert(rec_exists(id));
+	proc_delete(p);
+	ck_assert_int_eq(s.n[PROC_EV_GONE], 1);
+	ck_assert_ptr_null(s.w.proc);
+	ck_assert(!rec_exists(id));
+	ck_assert_ptr_null(proc_find(&tab, id));
+	ck_assert_ptr_null(tab.head);
+	ck_assert_ptr_null(tab.tail);
+	ck_assert_int_eq(tab.nexited, 0);
+	ck_assert_int_eq(tab.nlive, 0);
+
+	/* The ID is free again. */
+	p = spawn(&o);
+	ck_assert_str_eq(p->id, "w");
+}
+END_TEST
+
+static bool
+trimmed(struct proc *p)
+{
+	(void)p;
+	return tab.nlive == 1 && tab.nexited == 1 &&
+	    proc_find(&tab, "a") == NULL && proc_find(&tab, "b") == NULL;
+}
+
+START_TEST(keep_exited_trims_oldest)
+{
+	struct proc_opts o = { .argv = ARGV("sleep", "5"), .id = "old" };
+	struct proc	*c;
+
+	tab.keep_exited = 1;
+	spawn(&o);
+	o.argv = ARGV("true");
+	o.id = "a";
+	spawn(&o);
+	o.id = "b";
+	spawn(&o);
+	o.id = "c";
+	c = spawn(&o);
+	ck_assert(run_until(trimmed, NULL, WAIT_S));
+	/* Running records are never trimmed; the newest ended one stays. */
+	ck_assert_ptr_nonnull(proc_find(&tab, "old"));
+	ck_assert_ptr_eq(proc_find(&tab, "c"), c);
+	ck_assert_int_eq(c->state, PROC_EXITED);
+	ck_assert(rec_exists("old"));
+	ck_assert(rec_exists("c"));
+	ck_assert(!rec_exists("a"));
+	ck_assert(!rec_exists("b"));
+	ck_assert_ptr_eq(tab.head, proc_find(&tab, "old"));
+	ck_assert_ptr_eq(tab.tail, c);
+}
+END_TEST
+
+Suite *
+proc_suite(void)
+{
+	Suite	*s = suite_create("proc");
+	TCase	*tc;
+
+	tc = tcase_create("launch");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, spawn_exit_code);
+	tcase_add_test(tc, status_while_running);
+	tcase_add_test(tc, spawn_all_exit_codes);
+	tcase_add_test(tc, output_drained_whole);
+	tcase_add_test(tc, spawn_not_found_leaves_nothing);
+	tcase_add_test(tc, exec_failures_leave_nothing);
+	tcase_add_test(tc, id_taken);
+	tcase_add_test(tc, maxlive_limit);
+	tcase_add_test(tc, id_valid_vectors);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("signals");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, kill_sigkill);
+	tcase_add_test(tc, kill_root_only);
+	tcase_add_test(tc, timeout_term_then_kill);
+	tcase_add_test(tc, no_timeout_after_exit);
+	tcase_add_test(tc, group_settles_late);
+	tcase_add_test(tc, escaped_grandchild);
+	tcase_add_test(tc, signal_all_and_finalize);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("child");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, stdin_pipe);
+	tcase_add_test(tc, stdin_stays_open);
+	tcase_add_test(tc, child_env);
+	tcase_add_test(tc, child_starts_clean);
+	tcase_add_test(tc, child_limits);
+	tcase_add_test(tc, run_as_user);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("record");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, status_json_fields);
+	tcase_add_test(tc, watchers_and_delete);
+	tcase_add_test(tc, keep_exited_trims_oldest);
+	suite_add_tcase(s, tc);
+	return s;
+}
