@@ -549,16 +549,6 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 	if (p->cwd == NULL || p->tags == NULL)
 		goto fail;
 
-	if (mkdirat(t->procsfd, p->id, 0700) == -1 && errno != EEXIST)
-		goto fail;
-	if ((p->dirfd = openat(t->procsfd, p->id,
-	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		goto fail;
-	if (logstore_create_lazy(&p->ls, p->dirfd, LS_NSTREAMS, proc_streams,
-	    o->maxlog ? o->maxlog : t->maxlog) == -1)
-		goto fail;
-	p->fds_open = true;
-
 	if (proc_pipe(opipe, 0) == -1 || proc_pipe(epipe, 0) == -1)
 		goto fail;
 	/*
@@ -584,6 +574,22 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 	envp = NULL;
 	if (pid == -1)
 		goto fail_keep_err;	/* a failed child is left to the reaper */
+
+	/*
+	 * The record's directory is made while the child loads its program
+	 * on another CPU.  Without it nothing could be stored: the launch
+	 * is undone (the reaper collects the child).
+	 */
+	if ((mkdirat(t->procsfd, p->id, 0700) == -1 && errno != EEXIST) ||
+	    (p->dirfd = openat(t->procsfd, p->id,
+	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    logstore_create_lazy(&p->ls, p->dirfd, LS_NSTREAMS, proc_streams,
+	    o->maxlog ? o->maxlog : t->maxlog) == -1) {
+		*err = errno;
+		(void)kill(-pid, SIGKILL);
+		goto fail_keep_err;
+	}
+	p->fds_open = true;
 
 	p->pid = pid;
 	p->started_ms = codec_now_ms();
