@@ -272,6 +272,7 @@ agent_spawn_main(char **argv)
 	pid = fork();
 	if (pid == 0) {
 		proc_reset_signals();
+		proc_child_limits(&tab, 0);
 		execvp(argv[0], argv);
 		err = errno;
 		fprintf(stderr, "tend: level=fatal event=exec_failed cmd=%s "

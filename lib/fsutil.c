@@ -121,6 +121,10 @@ fsutil_mkdirs(int dirfd, const char *path)
 {
 	char	buf[PATH_MAX], *p;
 
+	if (path[0] == '\0') {
+		errno = ENOENT;
+		return -1;
+	}
 	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
 		errno = ENAMETOOLONG;
 		return -1;

@@ -9,6 +9,7 @@
  * a callback that may still hold a pointer to them.
  */
 #include <sys/socket.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 
@@ -33,6 +34,7 @@
 
 static void	http_accept_cb(struct ev_loop *, ev_io *, int);
 static void	http_backoff_cb(struct ev_loop *, ev_timer *, int);
+static void	http_refuse(int);
 static void	http_read_cb(struct ev_loop *, ev_io *, int);
 static void	http_write_cb(struct ev_loop *, ev_io *, int);
 static void	http_timer_cb(struct ev_loop *, ev_timer *, int);
@@ -41,6 +43,7 @@ static void	http_resume_cb(struct ev_loop *, ev_idle *, int);
 static void	http_conn_new(struct http_server *, int);
 static void	http_conn_close(struct http_conn *);
 static void	http_conn_watch(struct http_conn *);
+static void	http_conn_eof(struct http_conn *);
 static int	http_conn_flush(struct http_conn *);
 static void	http_conn_process(struct http_conn *);
 static void	http_dispatch(struct http_conn *);
@@ -69,12 +72,13 @@ static const http_parser_settings http_settings = {
 	.on_message_complete = on_message_complete,
 };
 
+#define BUSY_BODY	"{\"error\":\"too many connections\",\"code\":\"busy\"}\n"
 static const char busy_reply[] =
     "HTTP/1.1 503 Service Unavailable\r\n"
     "Content-Type: application/json\r\n"
-    "Content-Length: 48\r\n"
+    "Content-Length: %zu\r\n"
     "Connection: close\r\n\r\n"
-    "{\"error\":\"too many connections\",\"code\":\"busy\"}\n";
+    "%s";
 
 /* ------------------------------------------------------------------ */
 /* Listening */
@@ -191,12 +195,25 @@ http_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			return;
 		}
 		if (srv->nconns >= srv->maxconns) {
-			(void)!write(fd, busy_reply, sizeof(busy_reply) - 1);
-			close(fd);
+			http_refuse(fd);
 			continue;
 		}
 		http_conn_new(srv, fd);
 	}
+}
+
+/* Over the connection limit: one 503 (best effort), then close. */
+static void
+http_refuse(int fd)
+{
+	char	reply[256];
+	int	n;
+
+	n = snprintf(reply, sizeof(reply), busy_reply, strlen(BUSY_BODY),
+	    BUSY_BODY);
+	if (n > 0 && (size_t)n < sizeof(reply))
+		(void)!write(fd, reply, n);
+	close(fd);
 }
 
 static void
@@ -248,7 +265,8 @@ http_conn_watch(struct http_conn *c)
 	struct ev_loop	*loop = c->srv->loop;
 	bool		 want;
 
-	want = !c->dead && !c->read_paused && c->state != HC_CLOSING &&
+	want = !c->dead && !c->read_paused && !c->peer_eof &&
+	    c->state != HC_CLOSING &&
 	    buf_avail(&c->in) < HTTP_MAX_HEAD + HTTP_READ_CHUNK;
 	if (want && !ev_is_active(&c->rio))
 		ev_io_start(loop, &c->rio);
@@ -333,16 +351,7 @@ http_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	}
 	if (n == 0) {
-		/*
-		 * The client is gone (or half-closed: its complete requests
-		 * were parsed as they arrived).  A response in progress has
-		 * no reader left.
-		 */
-		if (c->state == HC_READ && buf_avail(&c->out) > 0) {
-			c->state = HC_CLOSING;
-			http_conn_watch(c);
-		} else
-			http_conn_abort(c);
+		http_conn_eof(c);
 		return;
 	}
 	c->in.len += n;
@@ -350,6 +359,32 @@ http_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 	http_conn_process(c);
 	if (!c->dead)
 		http_conn_watch(c);
+}
+
+/*
+ * End of the client's input.  A client that only shut down its sending
+ * half (nc -N, socat) still waits for the reply in progress; one that
+ * closed the socket does not.  For a unix stream socket the kernel tells
+ * them apart: a peer's close shuts both directions (POLLHUP).
+ */
+static void
+http_conn_eof(struct http_conn *c)
+{
+	struct pollfd	pfd = { .fd = c->fd, .events = 0 };
+
+	if (c->state == HC_READ && buf_avail(&c->out) == 0) {
+		http_conn_abort(c);
+		return;
+	}
+	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR))) {
+		http_conn_abort(c);
+		return;
+	}
+	c->peer_eof = true;
+	c->close_after = true;
+	if (c->state == HC_READ)
+		c->state = HC_CLOSING;
+	http_conn_watch(c);
 }
 
 static void
@@ -984,8 +1019,10 @@ http_reply_json(struct http_conn *c, int status, cJSON *j)
 	s = j != NULL ? cJSON_PrintUnformatted(j) : NULL;
 	cJSON_Delete(j);
 	if (s == NULL) {
-		http_reply(c, 500, "application/json",
-		    "{\"error\":\"out of memory\",\"code\":\"internal\"}", 45);
+		static const char oom[] =
+		    "{\"error\":\"out of memory\",\"code\":\"internal\"}";
+
+		http_reply(c, 500, "application/json", oom, sizeof(oom) - 1);
 		return;
 	}
 	http_reply(c, status, "application/json", s, strlen(s));

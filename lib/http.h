@@ -97,6 +97,7 @@ struct http_conn {
 	bool			 close_after;	/* no keep-alive */
 	bool			 chunked_out;	/* stream uses chunked framing */
 	bool			 read_paused;
+	bool			 peer_eof;	/* the client sends no more */
 	bool			 processing;	/* inside http_conn_process */
 	bool			 dead;
 	/* Owner of a pending response (a waiter, a follower). */

@@ -84,7 +84,7 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 {
 	char	*s;
 	size_t	 n = 0, i, k = 0;
-	int	 adj = 0;
+	int	 adj = 0, fd;
 
 	memset(t, 0, sizeof(*t));
 	t->loop = loop;
@@ -114,8 +114,10 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 	 * Under memory pressure the kernel should pick a child, never the
 	 * agent: lower our own score where allowed, raise the children's.
 	 */
-	(void)fsutil_write_atomic(AT_FDCWD, "/proc/self/oom_score_adj", "-500",
-	    4, false);
+	if ((fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)) != -1) {
+		(void)!write(fd, "-500", 4);	/* needs CAP_SYS_RESOURCE */
+		close(fd);
+	}
 	if ((s = fsutil_read(AT_FDCWD, "/proc/self/oom_score_adj", 16,
 	    NULL)) != NULL) {
 		adj = atoi(s);
@@ -278,6 +280,32 @@ proc_reset_signals(void)
 }
 
 /*
+ * A child's fd limit (the one the agent started with) and a higher
+ * oom_score_adj than the agent's: set by the child itself (pid 0, after
+ * fork) or by the agent right after posix_spawn.  Async-signal-safe.
+ */
+void
+proc_child_limits(struct proctab *t, pid_t pid)
+{
+	char	file[64], adj[16];
+	int	fd, n;
+
+	if (pid == 0)
+		(void)setrlimit(RLIMIT_NOFILE, &t->child_nofile);
+	else if (t->nofile_raised)
+		(void)prlimit(pid, RLIMIT_NOFILE, &t->child_nofile, NULL);
+	if (pid == 0)
+		strcpy(file, "/proc/self/oom_score_adj");
+	else
+		snprintf(file, sizeof(file), "/proc/%d/oom_score_adj", (int)pid);
+	if ((fd = open(file, O_WRONLY | O_CLOEXEC)) != -1) {
+		n = snprintf(adj, sizeof(adj), "%d", t->child_oom);
+		(void)!write(fd, adj, n);
+		close(fd);
+	}
+}
+
+/*
  * In the child, between fork and exec.  Only async-signal-safe calls
  * until exec (initgroups is the documented exception: it reads the group
  * database, which is safe after fork in a single-threaded parent).  A
@@ -287,18 +315,12 @@ static _Noreturn void
 proc_child(const struct proc_opts *o, struct proctab *t, char **envp,
     int in, int out, int err, int errfd)
 {
-	char			adj[16];
 	int			e, fd;
 
 	proc_reset_signals();
 	if (setsid() == -1)
 		goto fail;
-	(void)setrlimit(RLIMIT_NOFILE, &t->child_nofile);
-	if ((fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)) != -1) {
-		snprintf(adj, sizeof(adj), "%d", t->child_oom);
-		(void)!write(fd, adj, strlen(adj));
-		close(fd);
-	}
+	proc_child_limits(t, 0);
 	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
 		goto fail;
 	/* Every other fd of the agent is closed at exec; errfd is too. */
@@ -373,11 +395,12 @@ proc_exec_fork(struct proctab *t, const struct proc_opts *o, char **envp,
 
 /*
  * argv[0] as execvp would find it, but along the PATH of the child's
- * environment.  -1 with ENOENT, or EACCES when only non-executable
+ * environment and from the child's cwd.  -1 with ENOENT, or EACCES when only non-executable
  * files of that name exist.
  */
 static int
-proc_which(char **envp, const char *name, char *out, size_t n)
+proc_which(char **envp, const char *cwd, const char *name, char *out,
+    size_t n)
 {
 	const char	*path = "/usr/local/bin:/usr/bin:/bin", *p, *colon;
 	struct stat	 st;
@@ -394,9 +417,12 @@ proc_which(char **envp, const char *name, char *out, size_t n)
 	for (p = path; ; p = colon + 1) {
 		colon = strchr(p, ':');
 		len = colon ? (size_t)(colon - p) : strlen(p);
-		if (snprintf(out, n, "%.*s%s%s", (int)len, p, len ? "/" : "",
-		    name) < (int)n && stat(out, &st) == 0 &&
-		    S_ISREG(st.st_mode)) {
+		/* A relative entry is relative to the child's cwd. */
+		if (snprintf(out, n, "%s%s%.*s%s%s",
+		    len && *p != '/' && cwd ? cwd : "",
+		    len && *p != '/' && cwd ? "/" : "",
+		    (int)len, p, len ? "/" : "", name) < (int)n &&
+		    stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
 			if (access(out, X_OK) == 0)
 				return 0;
 			err = EACCES;
@@ -406,6 +432,30 @@ proc_which(char **envp, const char *name, char *out, size_t n)
 	}
 	errno = err;
 	return -1;
+}
+
+/*
+ * A file without a #! line is a shell script, as execvp has it: run it
+ * with /bin/sh, argv[0] kept as the script's name.
+ */
+static int
+proc_spawn_sh(pid_t *pid, const char *path, posix_spawn_file_actions_t *fa,
+    posix_spawnattr_t *attr, char **argv, char **envp)
+{
+	char	**v;
+	size_t	  n = 0;
+	int	  rc;
+
+	while (argv[n] != NULL)
+		n++;
+	if ((v = calloc(n + 2, sizeof(char *))) == NULL)
+		return ENOMEM;
+	v[0] = "sh";
+	v[1] = (char *)path;
+	memcpy(v + 2, argv + 1, n * sizeof(char *));	/* with the NULL */
+	rc = posix_spawn(pid, "/bin/sh", fa, attr, v, envp);
+	free(v);
+	return rc;
 }
 
 /*
@@ -421,11 +471,11 @@ proc_exec_spawn(struct proctab *t, const struct proc_opts *o, char **envp,
 	posix_spawn_file_actions_t	 fa;
 	posix_spawnattr_t		 attr;
 	sigset_t			 all, none;
-	char				 path[PATH_MAX], file[64], adj[16];
+	char				 path[PATH_MAX];
 	pid_t				 pid;
-	int				 rc, fd;
+	int				 rc;
 
-	if (proc_which(envp, o->argv[0], path, sizeof(path)) == -1) {
+	if (proc_which(envp, o->cwd, o->argv[0], path, sizeof(path)) == -1) {
 		*spawn_failed = true;
 		*err = errno;
 		return -1;
@@ -452,6 +502,8 @@ proc_exec_spawn(struct proctab *t, const struct proc_opts *o, char **envp,
 	if (o->cwd != NULL)
 		posix_spawn_file_actions_addchdir_np(&fa, o->cwd);
 	rc = posix_spawn(&pid, path, &fa, &attr, o->argv, envp);
+	if (rc == ENOEXEC)
+		rc = proc_spawn_sh(&pid, path, &fa, &attr, o->argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	if (rc != 0) {
@@ -461,14 +513,7 @@ proc_exec_spawn(struct proctab *t, const struct proc_opts *o, char **envp,
 			*err = EAGAIN;
 		return -1;
 	}
-	snprintf(file, sizeof(file), "/proc/%d/oom_score_adj", (int)pid);
-	if ((fd = open(file, O_WRONLY | O_CLOEXEC)) != -1) {
-		snprintf(adj, sizeof(adj), "%d", t->child_oom);
-		(void)!write(fd, adj, strlen(adj));
-		close(fd);
-	}
-	if (t->nofile_raised)
-		(void)prlimit(pid, RLIMIT_NOFILE, &t->child_nofile, NULL);
+	proc_child_limits(t, pid);
 	return pid;
 }
 
@@ -636,6 +681,7 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 	    PROC_FIRST_STATUS, 0.);
 	ev_timer_start(t->loop, &p->first_status);
 	log_info("event=process_started id=%s pid=%d", p->id, (int)pid);
+	*err = 0;
 	return p;
 
 fail:
@@ -733,6 +779,9 @@ proc_drain(struct proc *p, int s, int rounds)
 	uint64_t	 dropped = p->ls.dropped;
 	ssize_t		 n = -1;
 
+	if (p->out[s] == -1)
+		return;		/* at EOF already: told once */
+
 	while (p->out[s] != -1 && rounds-- > 0) {
 		n = logstore_drain(&p->ls, s, p->out[s]);
 		if (n > 0)
@@ -801,7 +850,7 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 			p->code = 128 + p->sig;
 		} else
 			p->code = WEXITSTATUS(wstatus);
-		ev_timer_stop(t->loop, &p->timeout);
+		/* The timeout still runs: it bounds the group, not the root. */
 		log_info("event=process_exited id=%s pid=%d code=%d signal=%d",
 		    p->id, (int)pid, p->code, p->sig);
 		proc_notify(p, PROC_EV_EXIT);

@@ -169,5 +169,6 @@ bool	proc_output_done(struct proc *);
 
 bool	proc_id_valid(const char *);
 void	proc_reset_signals(void);
+void	proc_child_limits(struct proctab *, pid_t);
 
 #endif
