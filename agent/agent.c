@@ -39,6 +39,7 @@ static struct {
 	int		 keep_boots;
 	int		 keep_exited;
 	int		 max_procs;
+	int		 max_conns;
 	uint64_t	 max_log;
 	char		**wrapped;
 	int		 verbose;
@@ -86,6 +87,7 @@ agent_usage(FILE *f)
 "      --keep-boots N      boots kept in the state dir, this one included (3)\n"
 "      --keep-exited N     ended records kept per boot (1000)\n"
 "      --max-procs N       live processes at most (4096)\n"
+"      --max-conns N       client connections at most (512)\n"
 "      --max-log-bytes N   default bytes kept per output stream (64 MiB)\n"
 "  -v, --verbose           debug log lines\n"
 "  -h, --help              this text\n");
@@ -116,6 +118,7 @@ agent_options(int argc, char **argv)
 		{ "keep-boots",	   required_argument, NULL, 'B' },
 		{ "keep-exited",   required_argument, NULL, 'E' },
 		{ "max-procs",	   required_argument, NULL, 'P' },
+		{ "max-conns",	   required_argument, NULL, 'C' },
 		{ "max-log-bytes", required_argument, NULL, 'L' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
@@ -132,6 +135,7 @@ agent_options(int argc, char **argv)
 	opt.keep_boots = BOOT_KEEP;
 	opt.keep_exited = PROC_KEEP_EXITED;
 	opt.max_procs = PROC_MAX_LIVE;
+	opt.max_conns = HTTP_MAX_CONNS;
 	opt.max_log = LOG_MAX_BYTES;
 
 	/* "+": stop at the first non-option, the wrapped command. */
@@ -163,6 +167,10 @@ agent_options(int argc, char **argv)
 		case 'P':
 			opt.max_procs = agent_number("--max-procs", optarg, 1,
 			    1000000);
+			break;
+		case 'C':
+			opt.max_conns = agent_number("--max-conns", optarg, 1,
+			    100000);
 			break;
 		case 'L':
 			opt.max_log = agent_number("--max-log-bytes", optarg,
@@ -233,7 +241,7 @@ agent_main(int argc, char **argv)
 	ev_timer_init(&grace_timer, agent_grace_cb, opt.grace, 0.);
 
 	if (http_listen(&api.srv, loop, opt.socket, api_routes, &api,
-	    HTTP_MAX_CONNS) == -1) {
+	    opt.max_conns) == -1) {
 		if (errno == EADDRINUSE)
 			fatalx("event=socket_busy socket=%s msg=\"another agent "
 			    "answers on this socket\"", opt.socket);

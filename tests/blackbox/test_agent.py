@@ -191,6 +191,21 @@ class TestWrapper(AgentCase):
         for ln in lines:
             self.assertEqual(int(ln.split()[1], 16), 0, ln)
 
+    def test_child_gets_the_children_limits(self):
+        # The wrapped command is a child like the launched ones: an oom
+        # score above the agent's and the fd limit the agent started with.
+        a = self.agent(healthy=False, wrapped=["sh", "-c", "cat /proc/self/oom_score_adj; ulimit -Sn"])
+        self.assertEqual(a.wait_exit(), 0)
+        lines = [ln for ln in a.log_text().splitlines() if ln.strip().lstrip("-").isdigit()]
+        if len(lines) < 2:
+            self.skipTest("the wrapped child's stdout is not passed through to the agent's")
+        with open("/proc/self/oom_score_adj") as f:
+            ours = int(f.read())
+        self.assertGreater(int(lines[0]), min(ours, 0) - 1, lines)
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        self.assertEqual(int(lines[1]), soft, lines)
+
     def test_term_forwarded(self):
         a = self.agent(wrapped=["sleep", "100"])
         self.assertTrue(poll(lambda: [p for p in a.descendants() if comm(p) == "sleep"], 3),

@@ -744,3 +744,99 @@ class TestBootPin(ProcCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# ---------------------------------------------------------------- review findings
+
+class TestEdges(ProcCase):
+    """Behaviours found in review: each once broke or was missing."""
+
+    def test_script_without_shebang_runs_with_sh(self):
+        d = tempfile.mkdtemp(prefix="tend-nosb-")
+        self.addCleanup(shutil.rmtree, d, True)
+        script = os.path.join(d, "nosb")
+        with open(script, "w") as f:
+            f.write("echo from-sh \"$1\"\n")
+        os.chmod(script, 0o755)
+        a = self.agent()
+        a.launch_ok([script, "arg1"], id="nosb")
+        self.assertExit(a.wait_ended("nosb"), 0)
+        self.assertEqual(self.stdout(a, "nosb"), b"from-sh arg1\n")
+
+    def test_relative_path_entry_is_relative_to_cwd(self):
+        d = tempfile.mkdtemp(prefix="tend-rel-")
+        self.addCleanup(shutil.rmtree, d, True)
+        os.mkdir(os.path.join(d, "bin"))
+        tool = os.path.join(d, "bin", "mytool")
+        with open(tool, "w") as f:
+            f.write("#!/bin/sh\necho mine\n")
+        os.chmod(tool, 0o755)
+        a = self.agent()
+        a.launch_ok(["mytool"], id="rel", cwd=d, env={"PATH": "bin:/usr/bin:/bin"})
+        self.assertExit(a.wait_ended("rel"), 0)
+        self.assertEqual(self.stdout(a, "rel"), b"mine\n")
+
+    def test_timeout_bounds_the_group_after_the_root_exits(self):
+        a = self.agent()
+        a.launch_ok(["sh", "-c", "sleep 100 & exit 0"], id="bg", timeout=300, killGrace=300)
+        t0 = time.monotonic()
+        st = a.wait_ended("bg", timeout_ms=5000)
+        self.assertLess(time.monotonic() - t0, scaled(3.0), st)
+        # The root exited on its own; the timeout then ended its group.
+        self.assertEqual(st["exit"]["code"], 0, st)
+        self.assertIs(st["exit"]["timedOut"], True, st)
+        self.assertEqual(group_members(a.host_pid_of(st["pid"]) or -1), [], st)
+
+    def test_half_closed_client_gets_a_late_reply(self):
+        a = self.agent()
+        a.launch_ok(["sleep", "0.3"], id="hc")
+        # nc -N style: the request, then shutdown(SHUT_WR); the reply of
+        # wait comes later and must still arrive.
+        r = a.raw_response(request_bytes("POST", "/v1/processes/hc/wait?timeout=5000"),
+                           timeout=scaled(5), shut_wr=True)
+        self.assertIsNotNone(r)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["state"], "exited", r)
+        self.assertEqual(a.health()["status"], "ok")
+
+    def test_status_file_of_a_short_process_is_its_final_one(self):
+        a = self.agent()
+        st = a.launch_ok(["true"], id="short")
+        a.wait_ended("short")
+        path = os.path.join(a.proc_dir(st["bootId"], "short"), "status.json")
+        on_disk = json.loads(read_file(path))
+        self.assertEqual(on_disk["state"], "exited", on_disk)
+        # A process that wrote nothing has no output files (lazy store).
+        for name in ("stdout", "stderr", "index"):
+            self.assertFalse(os.path.exists(os.path.join(os.path.dirname(path), name)), name)
+        self.assertEqual(self.stdout(a, "short"), b"")
+        # Long-running ones get a running status within a moment.
+        st = a.launch_ok(["sleep", "5"], id="long")
+        path = os.path.join(a.proc_dir(st["bootId"], "long"), "status.json")
+        self.assertTrue(poll(lambda: os.path.exists(path), 2.0), path)
+        self.assertEqual(json.loads(read_file(path))["state"], "running")
+        a.post("/v1/processes/long/kill", {"signal": 9})
+
+    def test_connection_limit_reply_is_exact(self):
+        import socket as _socket
+        a = self.agent(extra=("--max-conns", "2"))
+        held = [a.connect() for _ in range(2)]
+        self.addCleanup(lambda: [s.close() for s in held])
+        time.sleep(0.2)
+        s = a.connect()
+        data = b""
+        s.settimeout(scaled(3))
+        try:
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        except (_socket.timeout, ConnectionResetError):
+            pass
+        s.close()
+        head, _, body = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 503"), data)
+        length = [int(ln.split(b":")[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
+        self.assertEqual(length, [len(body)], data)
+        self.assertEqual(json.loads(body)["code"], "busy")
