@@ -44,6 +44,7 @@ static void	http_conn_new(struct http_server *, int);
 static void	http_conn_close(struct http_conn *);
 static void	http_conn_watch(struct http_conn *);
 static void	http_conn_eof(struct http_conn *);
+static void	http_conn_disown(struct http_conn *);
 static int	http_conn_flush(struct http_conn *);
 static void	http_conn_process(struct http_conn *);
 static void	http_dispatch(struct http_conn *);
@@ -308,10 +309,7 @@ http_conn_close(struct http_conn *c)
 {
 	struct http_server	*srv = c->srv;
 
-	if (c->on_close != NULL)
-		c->on_close(c, c->owner);
-	c->owner = NULL;
-	c->on_close = NULL;
+	http_conn_disown(c);
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -448,6 +446,24 @@ http_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		http_conn_abort(c);
 }
 
+/*
+ * The connection stops serving its owner (the response ended, or the
+ * connection closed): the owner is told, so that it keeps no pointer.
+ * Owners that finish a response themselves disown first.
+ */
+static void
+http_conn_disown(struct http_conn *c)
+{
+	void	(*fn)(struct http_conn *, void *) = c->on_close;
+	void	*owner = c->owner;
+
+	c->owner = NULL;
+	c->on_drain = NULL;
+	c->on_close = NULL;
+	if (fn != NULL)
+		fn(c, owner);
+}
+
 size_t
 http_conn_pending(struct http_conn *c)
 {
@@ -499,6 +515,7 @@ http_req_reset(struct http_req *r)
 	r->too_large = false;
 	r->body_error = 0;
 	r->bad_version = false;
+	r->head_done = false;
 	r->keepalive = false;
 	r->chunked = false;
 }
@@ -587,11 +604,17 @@ on_url(http_parser *p, const char *at, size_t len)
 	return buf_add(&c->req.url, at, len);
 }
 
+/*
+ * Header callbacks after the head are a chunked body's trailers: they are
+ * read and ignored (the header list was already closed).
+ */
 static int
 on_header_field(http_parser *p, const char *at, size_t len)
 {
 	struct http_req	*r = &((struct http_conn *)p->data)->req;
 
+	if (r->head_done)
+		return 0;
 	if (http_head_bytes(r, len + 4) == -1)
 		return -1;
 	if (r->last_value || r->nhdr == 0) {
@@ -612,6 +635,8 @@ on_header_value(http_parser *p, const char *at, size_t len)
 {
 	struct http_req	*r = &((struct http_conn *)p->data)->req;
 
+	if (r->head_done)
+		return 0;
 	if (http_head_bytes(r, len) == -1)
 		return -1;
 	if (!r->last_value) {
@@ -636,6 +661,7 @@ on_headers_complete(http_parser *p)
 	const char		*h;
 	char			*path, *q, *rest;
 
+	r->head_done = true;
 	if (r->nhdr > 0 && buf_add(&r->hdrs, "", 1) == -1)
 		return -1;
 	if (buf_add(&r->url, "", 1) == -1)
@@ -803,10 +829,12 @@ http_dispatch(struct http_conn *c)
 const char *
 http_header(struct http_req *r, const char *name)
 {
-	const char	*p = r->hdrs.data, *end = r->hdrs.data + r->hdrs.len;
-	const char	*value;
+	const char	*p = r->hdrs.data, *end, *value;
 
-	while (p != NULL && p < end) {
+	if (p == NULL)
+		return NULL;
+	end = p + r->hdrs.len;
+	while (p < end) {
 		value = p + strlen(p) + 1;
 		if (value >= end)
 			break;
@@ -960,9 +988,7 @@ http_head(struct http_conn *c, int status, const char *ctype,
 static void
 http_finish(struct http_conn *c)
 {
-	c->owner = NULL;
-	c->on_drain = NULL;
-	c->on_close = NULL;
+	http_conn_disown(c);
 	if (c->close_after) {
 		c->state = HC_CLOSING;
 		(void)http_conn_flush(c);

@@ -58,6 +58,7 @@ struct http_req {
 	size_t			 head_bytes;
 	bool			 too_large;
 	bool			 bad_version;
+	bool			 head_done;	/* later headers are trailers */
 	bool			 chunked;
 };
 

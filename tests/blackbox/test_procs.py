@@ -820,9 +820,14 @@ class TestEdges(ProcCase):
     def test_connection_limit_reply_is_exact(self):
         import socket as _socket
         a = self.agent(extra=("--max-conns", "2"))
-        held = [a.connect() for _ in range(2)]
-        self.addCleanup(lambda: [s.close() for s in held])
-        time.sleep(0.2)
+        held = []
+        for _ in range(2):
+            # A reply on each proves the agent has accepted it.
+            h = a.connect()
+            h.sendall(request_bytes("GET", "/v1/health"))
+            self.assertEqual(ResponseReader(h).read().status, 200)
+            held.append(h)
+        self.addCleanup(lambda: [h.close() for h in held])
         s = a.connect()
         data = b""
         s.settimeout(scaled(3))
@@ -840,3 +845,27 @@ class TestEdges(ProcCase):
         length = [int(ln.split(b":")[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")]
         self.assertEqual(length, [len(body)], data)
         self.assertEqual(json.loads(body)["code"], "busy")
+
+    def test_chunked_trailers_are_ignored(self):
+        a = self.agent()
+        a.launch_ok(["sleep", "30"], id="tr")
+        r = a.raw_response(b"POST /v1/processes/tr/kill HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                           b"0\r\nX-Trailer: abc\r\nTend-Boot: " + b"f" * 32 + b"\r\n\r\n")
+        # The trailer is no header: the kill is not pinned to another boot.
+        self.assertEqual(r.status, 204, r)
+        self.assertEqual(a.health()["status"], "ok")
+
+    def test_held_stdin_request_that_turns_malformed(self):
+        # A stdin body large enough to be held (reading paused while the
+        # process is slow), then broken chunk framing: the request ends
+        # with 400, and the process releasing the hold later must not
+        # touch the freed connection.
+        a = self.agent()
+        a.launch_ok(["sh", "-c", "sleep 1; cat >/dev/null"], id="held", stdin="pipe")
+        n = (1 << 20) + 65536 + 64
+        out, _ = a.raw(b"POST /v1/processes/held/stdin HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       + b"%x\r\n" % n + b"a" * n + b"\r\nZZ\r\n", timeout=scaled(5))
+        self.assertTrue(out.startswith(b"HTTP/1.1 400"), out[:80])
+        time.sleep(scaled(2))
+        self.assertEqual(a.health()["status"], "ok")
+        self.assertTrue(a.running())
