@@ -447,9 +447,10 @@ http_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /*
- * The connection stops serving its owner (the response ended, or the
- * connection closed): the owner is told, so that it keeps no pointer.
- * Owners that finish a response themselves disown first.
+ * The connection stops serving its owner though the owner did not end
+ * the response: the connection closed, or the request it owned (a body
+ * being streamed) turned out malformed.  The owner is told, so that it
+ * keeps no pointer.
  */
 static void
 http_conn_disown(struct http_conn *c)
@@ -538,6 +539,7 @@ http_conn_process(struct http_conn *c)
 		buf_consume(&c->in, n);
 		err = HTTP_PARSER_ERRNO(&c->parser);
 		if (c->req.too_large) {
+			http_conn_disown(c);
 			c->close_after = true;
 			c->state = HC_BUSY;
 			http_reply_error(c, 413, "too_large",
@@ -562,6 +564,8 @@ http_bad_request(struct http_conn *c)
 {
 	enum http_errno	err = HTTP_PARSER_ERRNO(&c->parser);
 
+	/* An owner of the body (a held stdin) loses its request here. */
+	http_conn_disown(c);
 	c->close_after = true;
 	c->state = HC_BUSY;
 	if (c->req.bad_version)
@@ -988,7 +992,10 @@ http_head(struct http_conn *c, int status, const char *ctype,
 static void
 http_finish(struct http_conn *c)
 {
-	http_conn_disown(c);
+	/* The owner made this reply: it needs no word of it. */
+	c->owner = NULL;
+	c->on_drain = NULL;
+	c->on_close = NULL;
 	if (c->close_after) {
 		c->state = HC_CLOSING;
 		(void)http_conn_flush(c);

@@ -101,7 +101,12 @@ struct http_conn {
 	bool			 peer_eof;	/* the client sends no more */
 	bool			 processing;	/* inside http_conn_process */
 	bool			 dead;
-	/* Owner of a pending response (a waiter, a follower). */
+	/*
+	 * Owner of a pending response or of a request body being streamed
+	 * (a waiter, a follower, a held stdin).  on_close: the connection
+	 * closed, or the owned request failed to parse; not called for a
+	 * response the owner ended itself.
+	 */
 	void			*owner;
 	void			(*on_drain)(struct http_conn *, void *);
 	void			(*on_close)(struct http_conn *, void *);
