@@ -71,5 +71,47 @@ $(BUILD)/spawnbench: tests/bench/spawn.c
 conformance: all
 	python3 ../shared/conformance/conformance.py
 
+# Coverage-guided fuzzing with libFuzzer: each target in tests/fuzz runs
+# for FUZZ_SECONDS, its corpus kept in build-fuzz/corpus/<name> and seeded
+# from tests/fuzz/seeds/<name>; inputs that once crashed a target, in
+# tests/fuzz/crashers/<name>, are run first.  New crashes are saved as
+# build-fuzz/crash-<name>-*.
+# Needs clang and its fuzzer runtime: `scripts/setup fuzz`.
+FUZZ_CC		?= clang
+FUZZ_SECONDS	?= 30
+FUZZ_TARGETS	:= codec http json
+FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -Ilib
+FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lcjson -lm
+FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o)
+
+.PHONY: fuzz
+.SECONDARY: $(FUZZ_LIB_OBJ)
+
+build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
+	@mkdir -p $(dir $@)
+	@echo "CC (fuzz) $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c -o $@ $<
+
+build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzzsrv.c tests/fuzz/fuzzsrv.h $(FUZZ_LIB_OBJ)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -Wshadow \
+	    -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith \
+	    -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< tests/fuzz/fuzzsrv.c \
+	    $(FUZZ_LIB_OBJ) $(FUZZ_LIBS)
+
+fuzz: setup
+	@scripts/setup fuzz
+	$(MAKE) $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+	    mkdir -p build-fuzz/corpus/$$t && \
+	    echo "fuzz: $$t for $(FUZZ_SECONDS)s" && \
+	    UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/fuzz_$$t \
+		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -print_final_stats=1 \
+		-artifact_prefix=build-fuzz/crash-$$t- \
+		$$(cat tests/fuzz/$$t.options 2>/dev/null) \
+		build-fuzz/corpus/$$t tests/fuzz/seeds/$$t \
+		$$(ls -d tests/fuzz/crashers/$$t 2>/dev/null) || rc=1; \
+	done; exit $$rc
+
 clean:
 	rm -rf build build-asan run

@@ -1,0 +1,276 @@
+/*
+ * fuzzsrv.c: drive lib/http.c over a real unix socket, as a client would.
+ *
+ * The client is non-blocking and the loop is turned with EVRUN_NOWAIT
+ * between its writes and reads, so client and server share one thread:
+ * neither can block the other, and a reply too large for the socket
+ * buffer is read while it is being written.  Everything the server sends
+ * is fed to an http_parser in response mode: bytes after a "Connection:
+ * close" response, a bad chunk size or a stray byte between responses
+ * are all parse errors, and abort the run with what was received.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fuzzsrv.h"
+
+#define FUZZSRV_MAXPIECES	8
+#define FUZZSRV_STALL		64	/* turns a write may wait for room */
+#define FUZZSRV_EOF_TURNS	20000	/* after shutdown, until the close */
+#define FUZZSRV_FREE_TURNS	1000	/* after close, until freed */
+
+struct fuzzsrv_client {
+	int		 fd;
+	http_parser	 parser;
+	int		 responses;
+	size_t		 received;
+	bool		 wclosed;	/* the server stopped taking input */
+	bool		 eof;
+};
+
+struct ev_loop		*fuzzsrv_loop;
+struct http_server	 fuzzsrv_srv;
+
+static char	fuzzsrv_dir[64];
+static char	fuzzsrv_path[96];
+
+static void	fuzzsrv_cleanup(void);
+static void	fuzzsrv_fail(const char *, const char *, size_t)
+		    __attribute__((noreturn));
+static int	fuzzsrv_on_complete(http_parser *);
+static void	fuzzsrv_check(struct fuzzsrv_client *, const char *, size_t);
+static void	fuzzsrv_drain(struct fuzzsrv_client *);
+static void	fuzzsrv_turn(struct fuzzsrv_client *);
+static void	fuzzsrv_write(struct fuzzsrv_client *, const uint8_t *, size_t);
+static int	fuzzsrv_cuts(size_t, const struct fuzzsrv_opts *, size_t *);
+
+static const http_parser_settings fuzzsrv_settings = {
+	.on_message_complete = fuzzsrv_on_complete,
+};
+
+static void
+fuzzsrv_cleanup(void)
+{
+	if (fuzzsrv_path[0] != '\0')
+		unlink(fuzzsrv_path);
+	if (fuzzsrv_dir[0] != '\0')
+		rmdir(fuzzsrv_dir);
+}
+
+void
+fuzzsrv_start(const struct http_route *routes, void *ctx)
+{
+	/* As the agent does: a vanished client is EPIPE, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	snprintf(fuzzsrv_dir, sizeof(fuzzsrv_dir), "/tmp/tend-fuzz-XXXXXX");
+	if (mkdtemp(fuzzsrv_dir) == NULL) {
+		perror("fuzzsrv: mkdtemp");
+		abort();
+	}
+	snprintf(fuzzsrv_path, sizeof(fuzzsrv_path), "%s/sock", fuzzsrv_dir);
+	atexit(fuzzsrv_cleanup);
+	if ((fuzzsrv_loop = ev_loop_new(EVFLAG_AUTO)) == NULL ||
+	    http_listen(&fuzzsrv_srv, fuzzsrv_loop, fuzzsrv_path, routes, ctx,
+	    HTTP_MAX_CONNS) == -1) {
+		perror("fuzzsrv: listen");
+		abort();
+	}
+}
+
+static void
+fuzzsrv_fail(const char *what, const char *d, size_t n)
+{
+	size_t	i;
+
+	fprintf(stderr, "fuzzsrv: %s\n", what);
+	if (d != NULL) {
+		fprintf(stderr, "fuzzsrv: last bytes read (%zu):\n", n);
+		for (i = 0; i < n && i < 2048; i++)
+			if (d[i] == '\n' || (d[i] >= ' ' && d[i] < 0x7f))
+				fputc(d[i], stderr);
+			else
+				fprintf(stderr, "\\x%02x", (unsigned char)d[i]);
+		fputc('\n', stderr);
+	}
+	abort();
+}
+
+static int
+fuzzsrv_on_complete(http_parser *p)
+{
+	struct fuzzsrv_client	*cl = p->data;
+
+	cl->responses++;
+	return 0;
+}
+
+static void
+fuzzsrv_check(struct fuzzsrv_client *cl, const char *d, size_t n)
+{
+	static const char	 start[] = "HTTP/1.1 ";
+	size_t			 k, done;
+	char			 msg[128];
+
+	if (cl->received < sizeof(start) - 1) {
+		k = sizeof(start) - 1 - cl->received;
+		if (k > n)
+			k = n;
+		if (memcmp(d, start + cl->received, k) != 0)
+			fuzzsrv_fail("reply does not start with \"HTTP/1.1 \"",
+			    d, n);
+	}
+	cl->received += n;
+	done = http_parser_execute(&cl->parser, &fuzzsrv_settings, d, n);
+	if (HTTP_PARSER_ERRNO(&cl->parser) != HPE_OK || done != n) {
+		snprintf(msg, sizeof(msg), "malformed response stream after "
+		    "%d responses: %s", cl->responses,
+		    http_errno_name(HTTP_PARSER_ERRNO(&cl->parser)));
+		fuzzsrv_fail(msg, d, n);
+	}
+}
+
+/* Read all that is there now. */
+static void
+fuzzsrv_drain(struct fuzzsrv_client *cl)
+{
+	static char	buf[64 * 1024];
+	ssize_t		n;
+
+	while (!cl->eof) {
+		n = recv(cl->fd, buf, sizeof(buf), 0);
+		if (n > 0) {
+			fuzzsrv_check(cl, buf, n);
+			continue;
+		}
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return;
+		/*
+		 * EOF, or ECONNRESET when the server closed with our input
+		 * unread (after an error reply).  A body that ends with the
+		 * connection ends here; a response cut short is not checked:
+		 * the server drops a reply whose client half-closed.
+		 */
+		cl->eof = true;
+		(void)http_parser_execute(&cl->parser, &fuzzsrv_settings,
+		    NULL, 0);
+	}
+}
+
+static void
+fuzzsrv_turn(struct fuzzsrv_client *cl)
+{
+	ev_run(fuzzsrv_loop, EVRUN_NOWAIT);
+	fuzzsrv_drain(cl);
+}
+
+static void
+fuzzsrv_write(struct fuzzsrv_client *cl, const uint8_t *d, size_t n)
+{
+	ssize_t	w;
+	int	stall = 0;
+
+	while (n > 0 && !cl->wclosed) {
+		w = send(cl->fd, d, n, MSG_NOSIGNAL);
+		if (w > 0) {
+			d += w;
+			n -= w;
+			stall = 0;
+			continue;
+		}
+		if (w == -1 && errno == EINTR)
+			continue;
+		/* EPIPE, ECONNRESET: the server closed after an error. */
+		if ((w == -1 && errno != EAGAIN) || ++stall > FUZZSRV_STALL) {
+			cl->wclosed = true;
+			break;
+		}
+		fuzzsrv_turn(cl);
+	}
+	fuzzsrv_turn(cl);
+}
+
+/* Cut points: cut[0] = 0 <= cut[1] <= ... <= cut[k] = n.  Returns k. */
+static int
+fuzzsrv_cuts(size_t n, const struct fuzzsrv_opts *o, size_t *cut)
+{
+	uint32_t	x = o->seed | 0x10000;	/* xorshift: never 0 */
+	size_t		v;
+	int		k, i, j;
+
+	k = o->pieces < 1 ? 1 : o->pieces > FUZZSRV_MAXPIECES ?
+	    FUZZSRV_MAXPIECES : o->pieces;
+	cut[0] = 0;
+	cut[k] = n;
+	for (i = 1; i < k; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		v = x % (n + 1);
+		for (j = i; j > 1 && cut[j - 1] > v; j--)
+			cut[j] = cut[j - 1];
+		cut[j] = v;
+	}
+	return k;
+}
+
+int
+fuzzsrv_exchange(const uint8_t *d, size_t n, const struct fuzzsrv_opts *o)
+{
+	struct fuzzsrv_client	 cl;
+	struct sockaddr_un	 sun;
+	size_t			 cut[FUZZSRV_MAXPIECES + 1];
+	int			 k, i;
+
+	memset(&cl, 0, sizeof(cl));
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	memcpy(sun.sun_path, fuzzsrv_path, strlen(fuzzsrv_path));
+	cl.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (cl.fd == -1 ||
+	    connect(cl.fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		perror("fuzzsrv: connect");
+		abort();
+	}
+	http_parser_init(&cl.parser, HTTP_RESPONSE);
+	cl.parser.data = &cl;
+
+	k = fuzzsrv_cuts(n, o, cut);
+	for (i = 0; i < k && !cl.wclosed && !cl.eof; i++)
+		fuzzsrv_write(&cl, d + cut[i], cut[i + 1] - cut[i]);
+	for (i = 0; i < o->spins && !cl.eof &&
+	    (o->want == 0 || cl.responses < o->want); i++)
+		fuzzsrv_turn(&cl);
+
+	/*
+	 * A half-closed client has said all it will: the server must answer
+	 * what it can and close, whatever state the connection was in.
+	 */
+	if (o->halfclose && !cl.eof) {
+		shutdown(cl.fd, SHUT_WR);
+		for (i = 0; !cl.eof; i++) {
+			if (i == FUZZSRV_EOF_TURNS)
+				fuzzsrv_fail("server did not close after the "
+				    "client's EOF", NULL, 0);
+			fuzzsrv_turn(&cl);
+		}
+	}
+	close(cl.fd);
+
+	/* Whatever it was doing, the connection must now be freed. */
+	for (i = 0; fuzzsrv_srv.nconns > 0; i++) {
+		if (i == FUZZSRV_FREE_TURNS)
+			fuzzsrv_fail("connection not freed after the client "
+			    "closed", NULL, 0);
+		ev_run(fuzzsrv_loop, EVRUN_NOWAIT);
+	}
+	return cl.responses;
+}
