@@ -25,7 +25,7 @@ all: $(BUILD)/tend
 setup:
 	@scripts/setup
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h)
+$(BUILD)/%.o: %.c $(wildcard lib/*.h tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) -c -o $@ $<
@@ -114,4 +114,4 @@ fuzz: setup
 	done; exit $$rc
 
 clean:
-	rm -rf build build-asan run
+	rm -rf build build-asan build-fuzz run

@@ -675,6 +675,7 @@ on_headers_complete(http_parser *p)
 		return -1;
 	}
 	r->method = http_method_str(p->method);
+	c->req_head = p->method == HTTP_HEAD;
 	r->keepalive = http_should_keep_alive(p);
 	r->chunked = (p->flags & F_CHUNKED) != 0;
 
@@ -1035,9 +1036,10 @@ http_reply(struct http_conn *c, int status, const char *ctype,
 {
 	if (c->dead || c->state != HC_BUSY)
 		return;
+	/* A reply to HEAD has the head only (its length says the body's). */
 	if (http_head(c, status, len || status != 204 ? ctype : NULL, NULL,
 	    status == 204 ? -1 : (long long)len) == -1 ||
-	    buf_add(&c->out, body, len) == -1) {
+	    (!c->req_head && buf_add(&c->out, body, len) == -1)) {
 		http_conn_abort(c);
 		return;
 	}

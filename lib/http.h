@@ -99,6 +99,7 @@ struct http_conn {
 	bool			 chunked_out;	/* stream uses chunked framing */
 	bool			 read_paused;
 	bool			 peer_eof;	/* the client sends no more */
+	bool			 req_head;	/* current request is HEAD */
 	bool			 processing;	/* inside http_conn_process */
 	bool			 dead;
 	/*

@@ -869,3 +869,11 @@ class TestEdges(ProcCase):
         time.sleep(scaled(2))
         self.assertEqual(a.health()["status"], "ok")
         self.assertTrue(a.running())
+
+    def test_head_reply_has_no_body(self):
+        # A body after a reply to HEAD would be read as the next reply.
+        a = self.agent()
+        out, _ = a.raw(b"HEAD /v1/health HTTP/1.1\r\n\r\nGET /v1/health HTTP/1.1\r\nConnection: close\r\n\r\n")
+        first, _, rest = out.partition(b"\r\n\r\n")
+        self.assertTrue(first.startswith(b"HTTP/1.1 405"), out[:200])
+        self.assertTrue(rest.startswith(b"HTTP/1.1 200"), out[:400])
