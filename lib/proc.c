@@ -35,6 +35,7 @@
 #define PROC_DRAIN_ROUNDS	16	/* chunks per wakeup before yielding */
 #define PROC_PIPE_SIZE		(1024 * 1024)
 #define PROC_SETTLE_POLL	0.1	/* s */
+#define PROC_SETTLE_SOON	0.005	/* s, after an orphan of the group died */
 /* "All that is readable now", bounded against a writer that never stops. */
 #define PROC_DRAIN_ALL		4096
 #define PROC_SYNC_DELAY		1.0	/* s, final statuses reach the disk */
@@ -67,7 +68,6 @@ static void	proc_trim_cb(struct ev_loop *, ev_idle *, int);
 static void	proc_sync_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_first_status_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_sweep_cb(struct ev_loop *, ev_timer *, int);
-static void	proc_recheck_cb(struct ev_loop *, ev_check *, int);
 static bool	proc_release_fds(struct proc *);
 static void	proc_stdin_flush(struct proc *);
 static void	proc_stdin_close(struct proc *);
@@ -96,7 +96,6 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 	t->maxlog = LOG_MAX_BYTES;
 	ev_idle_init(&t->trim, proc_trim_cb);
 	ev_timer_init(&t->sync, proc_sync_cb, PROC_SYNC_DELAY, 0.);
-	ev_check_init(&t->recheck, proc_recheck_cb);
 	ev_timer_init(&t->sweep, proc_sweep_cb, PROC_SWEEP, PROC_SWEEP);
 	ev_timer_start(loop, &t->sweep);
 	ev_unref(loop);		/* the sweep alone does not keep the loop */
@@ -150,7 +149,6 @@ proctab_free(struct proctab *t)
 		proc_free(p);
 	}
 	ev_idle_stop(t->loop, &t->trim);
-	ev_check_stop(t->loop, &t->recheck);
 	ev_ref(t->loop);
 	ev_timer_stop(t->loop, &t->sweep);
 	ev_timer_stop(t->loop, &t->sync);
@@ -858,29 +856,21 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 		return;
 	}
 	/*
-	 * An orphan: it may have been the last member of some group.  Look
-	 * once the reap loop has collected all it can (ev_check runs after
-	 * this round of callbacks): with 2,000 members exiting at once a
-	 * check per reap would walk the group 2,000 times.
+	 * An orphan: it may have been the last member of some group.  Each
+	 * unsettled group is looked at again soon, not now: kill(-pgid, 0)
+	 * walks the whole group, and 2,000 members dying one by one would
+	 * make that a walk per death.  A burst costs a check per
+	 * PROC_SETTLE_SOON at most; the last death is seen within it.
 	 */
 	t->orphans++;
-	if (!ev_is_active(&t->recheck))
-		ev_check_start(t->loop, &t->recheck);
-}
-
-static void
-proc_recheck_cb(struct ev_loop *loop, ev_check *w, int revents)
-{
-	struct proctab	*t = container_of(w, struct proctab, recheck);
-	struct proc	*p, *next;
-
-	(void)revents;
-	ev_check_stop(loop, w);
-	for (p = t->head; p != NULL; p = next) {
-		next = p->next;
-		if (p->reaped && p->state == PROC_RUNNING)
-			proc_check_settled(p);
-	}
+	for (p = t->head; p != NULL; p = p->next)
+		if (p->reaped && p->state == PROC_RUNNING &&
+		    ev_timer_remaining(t->loop, &p->settle) > PROC_SETTLE_SOON) {
+			ev_timer_stop(t->loop, &p->settle);
+			ev_timer_set(&p->settle, PROC_SETTLE_SOON,
+			    PROC_SETTLE_POLL);
+			ev_timer_start(t->loop, &p->settle);
+		}
 }
 
 /*

@@ -110,7 +110,6 @@ struct proctab {
 	ev_timer	 sync;		/* syncfs after final statuses */
 	pid_t		 sync_pid;	/* the child doing it */
 	ev_timer	 sweep;		/* closes files of ended records */
-	ev_check	 recheck;	/* groups to check after orphans died */
 	uint64_t	 maxlog;
 	char		**baseenv;	/* agent env without TEND_* */
 	void		(*on_settle)(struct proctab *);	/* a record ended */
