@@ -8,7 +8,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 
 #include "boot.h"
 #include "fsutil.h"
+#include "testutil.h"
 
 Suite *boot_suite(void);
 
@@ -33,13 +33,8 @@ static int	statefd = -1;
 
 static void	setup(void);
 static void	teardown(void);
-static int	rm_cb(const char *, const struct stat *, int, struct FTW *);
-static void	put(const char *, const char *);
 static void	fake_boot(const char *, const char *);
 static void	fake_rec(const char *, const char *, const char *);
-static cJSON	*load(const char *);
-static char	*raw(const char *);
-static bool	exists(const char *);
 static cJSON	*status(const char *, const char *);
 static const char *str(cJSON *, const char *);
 static void	assert_lost(const char *, const char *);
@@ -47,19 +42,7 @@ static void	assert_lost(const char *, const char *);
 static void
 setup(void)
 {
-	strcpy(state_path, "/tmp/tend-boot-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(state_path));
-	statefd = open(state_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(statefd, 0);
-}
-
-static int
-rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
+	statefd = tu_tmpdir(state_path, sizeof(state_path), "/tmp/tend-boot-");
 }
 
 static void
@@ -67,19 +50,7 @@ teardown(void)
 {
 	close(statefd);
 	statefd = -1;
-	nftw(state_path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static void
-put(const char *path, const char *s)
-{
-	int	fd;
-
-	fd = openat(statefd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-	    0600);
-	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
-	ck_assert_int_eq(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	close(fd);
+	tu_rmtree(state_path);
 }
 
 /* An earlier boot as an agent leaves it; started NULL: no boot.json. */
@@ -95,7 +66,7 @@ fake_boot(const char *id, const char *started)
 	snprintf(path, sizeof(path), "boots/%s/boot.json", id);
 	snprintf(json, sizeof(json), "{\"boot_id\":\"%s\",\"started_at\":\"%s\","
 	    "\"pid\":1}", id, started);
-	put(path, json);
+	tu_put(statefd, path, json);
 }
 
 /* A record of boot; st NULL: the directory without a status.json. */
@@ -107,40 +78,11 @@ fake_rec(const char *boot, const char *rec, const char *st)
 	snprintf(path, sizeof(path), "boots/%s/procs/%s", boot, rec);
 	ck_assert_int_eq(fsutil_mkdirs(statefd, path), 0);
 	snprintf(path, sizeof(path), "boots/%s/procs/%s/stdout", boot, rec);
-	put(path, "output stays\n");
+	tu_put(statefd, path, "output stays\n");
 	if (st == NULL)
 		return;
 	snprintf(path, sizeof(path), "boots/%s/procs/%s/status.json", boot, rec);
-	put(path, st);
-}
-
-static char *
-raw(const char *path)
-{
-	char	*s;
-
-	s = fsutil_read(statefd, path, 1 << 16, NULL);
-	ck_assert_msg(s != NULL, "%s: %s", path, strerror(errno));
-	return s;
-}
-
-static cJSON *
-load(const char *path)
-{
-	char	*s = raw(path);
-	cJSON	*j = cJSON_Parse(s);
-
-	ck_assert_msg(j != NULL, "%s: not JSON: %s", path, s);
-	free(s);
-	return j;
-}
-
-static bool
-exists(const char *path)
-{
-	struct stat	st;
-
-	return fstatat(statefd, path, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	tu_put(statefd, path, st);
 }
 
 static cJSON *
@@ -149,7 +91,7 @@ status(const char *boot, const char *rec)
 	char	path[160];
 
 	snprintf(path, sizeof(path), "boots/%s/procs/%s/status.json", boot, rec);
-	return load(path);
+	return tu_json(statefd, path);
 }
 
 static const char *
@@ -239,9 +181,9 @@ START_TEST(create_makes_dirs_and_json)
 	ck_assert_int_eq(fstat(procsfd, &b), 0);
 	ck_assert_uint_eq(a.st_ino, b.st_ino);
 	ck_assert_uint_eq(a.st_dev, b.st_dev);
-	ck_assert(!exists("boots/" CUR "/boot.json.tmp"));
+	ck_assert(!tu_exists(statefd, "boots/" CUR "/boot.json.tmp"));
 
-	j = load("boots/" CUR "/boot.json");
+	j = tu_json(statefd, "boots/" CUR "/boot.json");
 	ck_assert_str_eq(str(j, "boot_id"), CUR);
 	t = str(j, "started_at");
 	/* RFC 3339 UTC with milliseconds, this year or later. */
@@ -259,7 +201,7 @@ START_TEST(create_makes_dirs_and_json)
 
 	/* The procs fd is usable for records. */
 	ck_assert_int_eq(mkdirat(procsfd, "rec", 0700), 0);
-	ck_assert(exists("boots/" CUR "/procs/rec"));
+	ck_assert(tu_exists(statefd, "boots/" CUR "/procs/rec"));
 	close(procsfd);
 }
 END_TEST
@@ -269,7 +211,7 @@ START_TEST(create_fails_cleanly)
 	int	procsfd = -1;
 
 	/* "boots" is a file: nothing can be created beneath it. */
-	put("boots", "not a directory");
+	tu_put(statefd, "boots", "not a directory");
 	ck_assert_int_eq(boot_create(statefd, CUR, &procsfd), -1);
 	ck_assert_int_eq(errno, ENOTDIR);
 }
@@ -294,12 +236,13 @@ START_TEST(scan_marks_lost)
 	    "\"endedAt\":\"2021-01-01T00:00:01.000Z\"}");
 	fake_rec(OLD1, "nostatus", NULL);
 	fake_rec(OLD1, "frometa", NULL);
-	put("boots/" OLD1 "/procs/frometa/meta.json", "{\"argv\":[\"sleep\",\"9\"],"
-	    "\"cwd\":\"/w\",\"env\":[\"SECRET\"],"
+	tu_put(statefd, "boots/" OLD1 "/procs/frometa/meta.json",
+	    "{\"argv\":[\"sleep\",\"9\"],\"cwd\":\"/w\",\"env\":[\"SECRET\"],"
 	    "\"created_at\":\"2021-01-01T00:00:00.500Z\",\"tags\":{\"a\":\"b\"},"
 	    "\"bootId\":\"" OLD1 "\"}");
 	fake_rec(OLD1, "garbage", "{\"id\":\"garb");
-	before = raw("boots/" OLD1 "/procs/done/status.json");
+	before = tu_slurp(statefd, "boots/" OLD1 "/procs/done/status.json",
+	    NULL);
 
 	boot_scan(statefd, CUR, 3);
 
@@ -333,14 +276,16 @@ START_TEST(scan_marks_lost)
 	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "env"));
 	cJSON_Delete(j);
 
-	after = raw("boots/" OLD1 "/procs/done/status.json");
+	after = tu_slurp(statefd, "boots/" OLD1 "/procs/done/status.json",
+	    NULL);
 	ck_assert_str_eq(after, before);
 	free(after);
 	free(before);
 
 	/* Output files are kept; no temporary is left behind. */
-	ck_assert(exists("boots/" OLD1 "/procs/run/stdout"));
-	ck_assert(!exists("boots/" OLD1 "/procs/run/status.json.tmp"));
+	ck_assert(tu_exists(statefd, "boots/" OLD1 "/procs/run/stdout"));
+	ck_assert(!tu_exists(statefd,
+	    "boots/" OLD1 "/procs/run/status.json.tmp"));
 
 	j = status(CUR, "live");
 	ck_assert_str_eq(str(j, "state"), "running");
@@ -359,11 +304,13 @@ START_TEST(scan_marks_lost_once)
 	fake_boot(OLD1, "2021-01-01T00:00:00.000Z");
 	fake_rec(OLD1, "run", "{\"id\":\"run\",\"state\":\"running\"}");
 	boot_scan(statefd, CUR, 3);
-	first = raw("boots/" OLD1 "/procs/run/status.json");
+	first = tu_slurp(statefd, "boots/" OLD1 "/procs/run/status.json",
+	    NULL);
 	nanosleep(&ms, NULL);
 	/* A later agent (another current boot) sees it already lost. */
 	boot_scan(statefd, "dddddddddddddddddddddddddddddddd", 5);
-	second = raw("boots/" OLD1 "/procs/run/status.json");
+	second = tu_slurp(statefd, "boots/" OLD1 "/procs/run/status.json",
+	    NULL);
 	ck_assert_str_eq(first, second);
 	free(first);
 	free(second);
@@ -388,14 +335,14 @@ START_TEST(scan_keeps_newest)
 
 	boot_scan(statefd, CUR, 2);
 
-	ck_assert(exists("boots/" CUR "/procs"));
-	ck_assert(exists("boots/" CUR "/boot.json"));
-	ck_assert(exists("boots/" OLD1));
+	ck_assert(tu_exists(statefd, "boots/" CUR "/procs"));
+	ck_assert(tu_exists(statefd, "boots/" CUR "/boot.json"));
+	ck_assert(tu_exists(statefd, "boots/" OLD1));
 	assert_lost(OLD1, "run");
-	ck_assert(!exists("boots/" OLD2));
-	ck_assert(!exists("boots/" OLD3));
-	ck_assert(!exists("boots/" NOJSON));
-	ck_assert(exists("boots/not-a-boot"));
+	ck_assert(!tu_exists(statefd, "boots/" OLD2));
+	ck_assert(!tu_exists(statefd, "boots/" OLD3));
+	ck_assert(!tu_exists(statefd, "boots/" NOJSON));
+	ck_assert(tu_exists(statefd, "boots/not-a-boot"));
 }
 END_TEST
 
@@ -408,13 +355,13 @@ START_TEST(scan_keep_one_keeps_only_current)
 	fake_boot(OLD1, "2021-01-01T00:00:00.000Z");
 	fake_boot(OLD2, "2020-01-01T00:00:00.000Z");
 	boot_scan(statefd, CUR, 1);
-	ck_assert(!exists("boots/" OLD1));
-	ck_assert(!exists("boots/" OLD2));
-	ck_assert(exists("boots/" CUR "/procs"));
+	ck_assert(!tu_exists(statefd, "boots/" OLD1));
+	ck_assert(!tu_exists(statefd, "boots/" OLD2));
+	ck_assert(tu_exists(statefd, "boots/" CUR "/procs"));
 
 	/* Nothing to do, and no "boots" at all, are both fine. */
 	boot_scan(statefd, CUR, 3);
-	ck_assert(exists("boots/" CUR "/procs"));
+	ck_assert(tu_exists(statefd, "boots/" CUR "/procs"));
 	ck_assert_int_eq(fsutil_rmtree(statefd, "boots"), 0);
 	boot_scan(statefd, CUR, 3);
 }

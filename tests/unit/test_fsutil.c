@@ -9,7 +9,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "testutil.h"
 
 Suite *fsutil_suite(void);
 
@@ -25,27 +25,11 @@ static int	tdir = -1;
 
 static void	setup(void);
 static void	teardown(void);
-static int	rm_cb(const char *, const struct stat *, int, struct FTW *);
-static void	put(const char *, const char *);
-static char	*slurp(const char *, size_t *);
-static bool	exists(const char *);
 
 static void
 setup(void)
 {
-	strcpy(tdir_path, "/tmp/tend-fsutil-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tdir_path));
-	tdir = open(tdir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(tdir, 0);
-}
-
-static int
-rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
+	tdir = tu_tmpdir(tdir_path, sizeof(tdir_path), "/tmp/tend-fsutil-");
 }
 
 static void
@@ -53,79 +37,45 @@ teardown(void)
 {
 	close(tdir);
 	tdir = -1;
-	nftw(tdir_path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* Create (or replace) a file with plain open/write. */
-static void
-put(const char *name, const char *s)
-{
-	int	fd;
-
-	fd = openat(tdir, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, s, strlen(s)), (ssize_t)strlen(s));
-	close(fd);
-}
-
-/* The whole file, NUL-terminated, independent of fsutil_read. */
-static char *
-slurp(const char *name, size_t *lenp)
-{
-	static char	d[8192];
-	ssize_t		n;
-	size_t		len = 0;
-	int		fd;
-
-	fd = openat(tdir, name, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	while ((n = read(fd, d + len, sizeof(d) - 1 - len)) > 0)
-		len += (size_t)n;
-	close(fd);
-	d[len] = '\0';
-	if (lenp != NULL)
-		*lenp = len;
-	return d;
-}
-
-static bool
-exists(const char *name)
-{
-	struct stat	st;
-
-	return fstatat(tdir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	tu_rmtree(tdir_path);
 }
 
 /* ------------------------------------------------------------------ */
 
 START_TEST(write_atomic_replaces)
 {
-	size_t	len;
+	char	*s;
+	size_t	 len;
 
 	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "first version", 13,
 	    false), 0);
-	ck_assert_str_eq(slurp("f", NULL), "first version");
-	ck_assert(!exists("f.tmp"));
+	s = tu_slurp(tdir, "f", NULL);
+	ck_assert_str_eq(s, "first version");
+	free(s);
+	ck_assert(!tu_exists(tdir, "f.tmp"));
 
 	/* Shorter content: nothing of the old file may survive. */
 	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "2nd", 3, true), 0);
-	ck_assert_str_eq(slurp("f", &len), "2nd");
+	s = tu_slurp(tdir, "f", &len);
+	ck_assert_str_eq(s, "2nd");
+	free(s);
 	ck_assert_uint_eq(len, 3);
-	ck_assert(!exists("f.tmp"));
+	ck_assert(!tu_exists(tdir, "f.tmp"));
 
 	/* Empty content is a file of size 0, not a failure. */
 	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "", 0, false), 0);
-	slurp("f", &len);
+	free(tu_slurp(tdir, "f", &len));
 	ck_assert_uint_eq(len, 0);
 }
 END_TEST
 
 START_TEST(write_atomic_is_a_rename)
 {
-	struct stat	before, after;
-	int		fd;
+	struct stat	 before, after;
+	char		*s;
+	int		 fd;
 
-	put("f", "old");
+	tu_put(tdir, "f", "old");
 	ck_assert_int_eq(fstatat(tdir, "f", &before, 0), 0);
 	/* A reader holding the old file keeps reading the old bytes. */
 	fd = openat(tdir, "f", O_RDONLY | O_CLOEXEC);
@@ -140,7 +90,9 @@ START_TEST(write_atomic_is_a_rename)
 		ck_assert_int_eq(memcmp(b, "old", 3), 0);
 	}
 	close(fd);
-	ck_assert_str_eq(slurp("f", NULL), "new");
+	s = tu_slurp(tdir, "f", NULL);
+	ck_assert_str_eq(s, "new");
+	free(s);
 }
 END_TEST
 
@@ -152,7 +104,7 @@ START_TEST(write_atomic_failure_cleans_up)
 	ck_assert_int_eq(mkdirat(tdir, "d", 0700), 0);
 	ck_assert_int_eq(fsutil_write_atomic(tdir, "d", "x", 1, false), -1);
 	ck_assert_int_eq(errno, EISDIR);
-	ck_assert(!exists("d.tmp"));
+	ck_assert(!tu_exists(tdir, "d.tmp"));
 
 	/* A name whose ".tmp" sibling cannot exist. */
 	memset(name, 'n', NAME_MAX - 2);
@@ -169,34 +121,44 @@ END_TEST
 
 START_TEST(write_atomic_over_stale_tmp)
 {
+	char	*s;
+
 	/* A crash left a longer temporary behind: none of it may show. */
-	put("f.tmp", "stale bytes from a crash, longer than the new content");
+	tu_put(tdir, "f.tmp",
+	    "stale bytes from a crash, longer than the new content");
 	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "fresh", 5, false), 0);
-	ck_assert_str_eq(slurp("f", NULL), "fresh");
-	ck_assert(!exists("f.tmp"));
+	s = tu_slurp(tdir, "f", NULL);
+	ck_assert_str_eq(s, "fresh");
+	free(s);
+	ck_assert(!tu_exists(tdir, "f.tmp"));
 }
 END_TEST
 
 START_TEST(write_new_refuses_existing)
 {
-	size_t	len;
+	char	*s;
+	size_t	 len;
 
 	ck_assert_int_eq(fsutil_write_new(tdir, "n", "first", 5), 0);
-	ck_assert_str_eq(slurp("n", &len), "first");
+	s = tu_slurp(tdir, "n", &len);
+	ck_assert_str_eq(s, "first");
+	free(s);
 	ck_assert_uint_eq(len, 5);
-	ck_assert(!exists("n.tmp"));
+	ck_assert(!tu_exists(tdir, "n.tmp"));
 	errno = 0;
 	ck_assert_int_eq(fsutil_write_new(tdir, "n", "second", 6), -1);
 	ck_assert_int_eq(errno, EEXIST);
-	ck_assert_str_eq(slurp("n", NULL), "first");
+	s = tu_slurp(tdir, "n", NULL);
+	ck_assert_str_eq(s, "first");
+	free(s);
 	/* Nor through a link planted in its place. */
 	ck_assert_int_eq(symlinkat("target", tdir, "lnk"), 0);
 	errno = 0;
 	ck_assert_int_eq(fsutil_write_new(tdir, "lnk", "x", 1), -1);
 	ck_assert_int_eq(errno, EEXIST);
-	ck_assert(!exists("target"));
+	ck_assert(!tu_exists(tdir, "target"));
 	ck_assert_int_eq(fsutil_write_new(tdir, "empty", "", 0), 0);
-	slurp("empty", &len);
+	free(tu_slurp(tdir, "empty", &len));
 	ck_assert_uint_eq(len, 0);
 }
 END_TEST
@@ -205,15 +167,15 @@ START_TEST(rmtree_nested)
 {
 	ck_assert_int_eq(fsutil_mkdirs(tdir, "a/b/c/d"), 0);
 	ck_assert_int_eq(mkdirat(tdir, "a/empty", 0700), 0);
-	put("a/top", "1");
-	put("a/b/mid", "2");
-	put("a/b/c/d/deep", "3");
+	tu_put(tdir, "a/top", "1");
+	tu_put(tdir, "a/b/mid", "2");
+	tu_put(tdir, "a/b/c/d/deep", "3");
 	ck_assert_int_eq(fsutil_rmtree(tdir, "a"), 0);
-	ck_assert(!exists("a"));
+	ck_assert(!tu_exists(tdir, "a"));
 	/* A single file is a tree too. */
-	put("plain", "x");
+	tu_put(tdir, "plain", "x");
 	ck_assert_int_eq(fsutil_rmtree(tdir, "plain"), 0);
-	ck_assert(!exists("plain"));
+	ck_assert(!tu_exists(tdir, "plain"));
 }
 END_TEST
 
@@ -227,27 +189,32 @@ END_TEST
 
 START_TEST(rmtree_does_not_follow_links)
 {
+	char	*s;
+
 	ck_assert_int_eq(fsutil_mkdirs(tdir, "outside"), 0);
-	put("outside/keep", "precious");
+	tu_put(tdir, "outside/keep", "precious");
 	ck_assert_int_eq(fsutil_mkdirs(tdir, "victim/sub"), 0);
 	ck_assert_int_eq(symlinkat("../outside", tdir, "victim/link"), 0);
 	ck_assert_int_eq(symlinkat("../../outside/keep", tdir,
 	    "victim/sub/filelink"), 0);
 	ck_assert_int_eq(fsutil_rmtree(tdir, "victim"), 0);
-	ck_assert(!exists("victim"));
-	ck_assert_str_eq(slurp("outside/keep", NULL), "precious");
+	ck_assert(!tu_exists(tdir, "victim"));
+	s = tu_slurp(tdir, "outside/keep", NULL);
+	ck_assert_str_eq(s, "precious");
+	free(s);
 	/* A link named directly is removed, not its target. */
 	ck_assert_int_eq(symlinkat("outside", tdir, "dirlink"), 0);
 	ck_assert_int_eq(fsutil_rmtree(tdir, "dirlink"), 0);
-	ck_assert(!exists("dirlink"));
-	ck_assert(exists("outside/keep"));
+	ck_assert(!tu_exists(tdir, "dirlink"));
+	ck_assert(tu_exists(tdir, "outside/keep"));
 }
 END_TEST
 
 START_TEST(mkdirs_nested_idempotent)
 {
-	struct stat	st;
-	mode_t		old;
+	struct stat	 st;
+	mode_t		 old;
+	char		*s;
 
 	old = umask(0);
 	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y/z"), 0);
@@ -258,13 +225,15 @@ START_TEST(mkdirs_nested_idempotent)
 	ck_assert_int_eq(fstatat(tdir, "x", &st, 0), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0700);
 
-	put("x/y/z/file", "kept");
+	tu_put(tdir, "x/y/z/file", "kept");
 	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y/z"), 0);
 	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y"), 0);
 	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y/z/"), 0);
-	ck_assert_str_eq(slurp("x/y/z/file", NULL), "kept");
+	s = tu_slurp(tdir, "x/y/z/file", NULL);
+	ck_assert_str_eq(s, "kept");
+	free(s);
 	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/y/w"), 0);
-	ck_assert(exists("x/y/w"));
+	ck_assert(tu_exists(tdir, "x/y/w"));
 }
 END_TEST
 
@@ -279,10 +248,10 @@ START_TEST(mkdirs_absolute_and_failures)
 	ck_assert(S_ISDIR(st.st_mode));
 
 	/* A file in the way. */
-	put("file", "x");
+	tu_put(tdir, "file", "x");
 	ck_assert_int_eq(fsutil_mkdirs(tdir, "file/sub"), -1);
 	ck_assert_int_eq(errno, ENOTDIR);
-	ck_assert(!exists("file/sub"));
+	ck_assert(!tu_exists(tdir, "file/sub"));
 
 	/* A relative path under a missing directory fd. */
 	ck_assert_int_eq(fsutil_mkdirs(-1, "rel"), -1);
@@ -295,7 +264,7 @@ START_TEST(read_whole_and_bounded)
 	char	*s;
 	size_t	 len = 99;
 
-	put("f", "0123456789");
+	tu_put(tdir, "f", "0123456789");
 	s = fsutil_read(tdir, "f", 100, &len);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_str_eq(s, "0123456789");
@@ -320,7 +289,7 @@ START_TEST(read_whole_and_bounded)
 	ck_assert_str_eq(s, "012");
 	free(s);
 
-	put("empty", "");
+	tu_put(tdir, "empty", "");
 	s = fsutil_read(tdir, "empty", 16, &len);
 	ck_assert_ptr_nonnull(s);
 	ck_assert_str_eq(s, "");

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "hclient.h"
+#include "testutil.h"
 
 Suite *hclient_suite(void);
 
@@ -99,12 +100,6 @@ teardown(void)
 	buf_free(&seen.body);
 }
 
-static void
-put(const char *s)
-{
-	ck_assert_int_eq(write(peer, s, strlen(s)), (ssize_t)strlen(s));
-}
-
 /* A child writes s one byte at a time, then hangs up. */
 static pid_t
 put_slowly(const char *s)
@@ -154,8 +149,8 @@ END_TEST
 
 START_TEST(body_until_close)
 {
-	put("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
-	    "data: {}\n\n");
+	tu_write(peer, "HTTP/1.1 200 OK\r\n"
+	    "Content-Type: text/event-stream\r\n\r\ndata: {}\n\n");
 	close(peer);
 	peer = -1;
 	ck_assert_int_eq(hclient_recv(&hc, &seen_cb, &seen), 0);
@@ -166,10 +161,10 @@ END_TEST
 /* With a length the reply ends there: no waiting for the server to close. */
 START_TEST(length_ends_reply)
 {
-	put("HTTP/1.1 204 No Content\r\n\r\n");
+	tu_write(peer, "HTTP/1.1 204 No Content\r\n\r\n");
 	ck_assert_int_eq(hclient_recv(&hc, &seen_cb, &seen), 0);
 	ck_assert_int_eq(seen.status, 204);
-	put("HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\n{}"
+	tu_write(peer, "HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\n{}"
 	    "HTTP/1.1 200 OK\r\n");
 	ck_assert_int_eq(hclient_recv(&hc, &seen_cb, &seen), 0);
 	ck_assert_int_eq(seen.status, 404);
@@ -179,7 +174,7 @@ END_TEST
 
 START_TEST(interim_reply_skipped)
 {
-	put("HTTP/1.1 100 Continue\r\n\r\n"
+	tu_write(peer, "HTTP/1.1 100 Continue\r\n\r\n"
 	    "HTTP/1.1 409 Conflict\r\nContent-Length: 2\r\n\r\n{}");
 	ck_assert_int_eq(hclient_recv(&hc, &seen_cb, &seen), 0);
 	ck_assert_int_eq(seen.status, 409);
@@ -189,7 +184,7 @@ END_TEST
 
 START_TEST(closed_too_early)
 {
-	put("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+	tu_write(peer, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
 	close(peer);
 	peer = -1;
 	ck_assert_int_eq(hclient_recv(&hc, &seen_cb, &seen), -1);
@@ -210,7 +205,7 @@ END_TEST
 
 START_TEST(not_http)
 {
-	put("SSH-2.0-OpenSSH_9.2\r\n");
+	tu_write(peer, "SSH-2.0-OpenSSH_9.2\r\n");
 	ck_assert_int_eq(hclient_recv(&hc, &seen_cb, &seen), -1);
 	ck_assert_int_eq(errno, EPROTO);
 	ck_assert_ptr_nonnull(strstr(hclient_error(&hc), "bad reply"));
@@ -219,7 +214,8 @@ END_TEST
 
 START_TEST(bad_chunk_size)
 {
-	put("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+	tu_write(peer, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "zz\r\n");
 	ck_assert_int_eq(hclient_recv(&hc, &seen_cb, &seen), -1);
 	ck_assert_int_eq(errno, EPROTO);
 }
@@ -228,7 +224,7 @@ END_TEST
 START_TEST(callback_stops)
 {
 	seen.stop_body = 1;
-	put("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc");
+	tu_write(peer, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc");
 	ck_assert_int_eq(hclient_recv(&hc, &seen_cb, &seen), -1);
 	ck_assert_int_eq(errno, ECANCELED);
 }
@@ -241,7 +237,7 @@ START_TEST(wake_while_waiting)
 	ck_assert_int_eq(pipe(p), 0);
 	hc.wakefd = p[0];
 	ck_assert_int_eq(write(p[1], "x", 1), 1);
-	put("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+	tu_write(peer, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
 	ck_assert_int_eq(hclient_recv(&hc, &seen_cb, &seen), 0);
 	ck_assert_int_eq(seen.wakes, 1);
 	close(p[0]);
@@ -319,7 +315,7 @@ START_TEST(request_body_cut_short_by_reply)
 	int			p[2];
 
 	ck_assert_int_eq(pipe(p), 0);
-	put("HTTP/1.1 409 Conflict\r\nContent-Length: 2\r\n\r\n{}");
+	tu_write(peer, "HTTP/1.1 409 Conflict\r\nContent-Length: 2\r\n\r\n{}");
 	req.method = "POST";
 	req.target = "/v1/processes/web/stdin";
 	ck_assert_int_eq(hclient_send_fd(&hc, &req, p[0]), 0);

@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "http.h"
+#include "testutil.h"
 
 Suite *http_suite(void);
 
@@ -84,9 +85,7 @@ static struct big	 big;
 
 static void	setup(void);
 static void	teardown(void);
-static double	now_s(void);
 static void	spin(int);
-static void	spin_until(bool (*)(void), double);
 static struct client *cl_open(const char *);
 static void	cl_close(struct client *);
 static bool	cl_pump(struct client *);
@@ -149,8 +148,7 @@ static void
 setup(void)
 {
 	signal(SIGPIPE, SIG_IGN);
-	strcpy(dir_path, "/tmp/tend-http-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir_path));
+	tu_mkdtemp(dir_path, sizeof(dir_path), "/tmp/tend-http-");
 	snprintf(sock_path, sizeof(sock_path), "%s/sock", dir_path);
 	loop = ev_loop_new(EVFLAG_AUTO);
 	ck_assert_ptr_nonnull(loop);
@@ -185,15 +183,6 @@ teardown(void)
 	rmdir(dir_path);
 }
 
-static double
-now_s(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Let the server run n times without the client reading. */
 static void
 spin(int n)
@@ -204,16 +193,6 @@ spin(int n)
 		ev_run(loop, EVRUN_NOWAIT);
 		nanosleep(&ms, NULL);
 	}
-}
-
-static void
-spin_until(bool (*done)(void), double secs)
-{
-	double	end = now_s() + secs;
-
-	while (!done() && now_s() < end)
-		spin(1);
-	ck_assert_msg(done(), "timed out");
 }
 
 static struct client *
@@ -279,7 +258,7 @@ static int
 cl_send(struct client *c, const void *d, size_t n)
 {
 	const char	*p = d;
-	double		 end = now_s() + WAIT_S;
+	double		 end = tu_now() + WAIT_S;
 	ssize_t		 w;
 
 	while (n > 0) {
@@ -292,7 +271,7 @@ cl_send(struct client *c, const void *d, size_t n)
 		if (errno == EPIPE || errno == ECONNRESET)
 			return -1;
 		ck_assert_int_eq(errno, EAGAIN);
-		ck_assert_msg(now_s() < end, "send timed out");
+		ck_assert_msg(tu_now() < end, "send timed out");
 		ev_run(loop, EVRUN_NOWAIT);
 		(void)cl_pump(c);
 	}
@@ -318,13 +297,13 @@ static bool
 cl_reply(struct client *c, struct resp *r)
 {
 	struct pollfd	pfd = { .fd = c->fd, .events = POLLIN };
-	double		end = now_s() + WAIT_S;
+	double		end = tu_now() + WAIT_S;
 	int		rc;
 
 	for (;;) {
 		if ((rc = resp_parse(c, r)) != 0)
 			return rc == 1;
-		if (c->eof || now_s() > end)
+		if (c->eof || tu_now() > end)
 			return false;
 		ev_run(loop, EVRUN_NOWAIT);
 		if (!cl_pump(c))
@@ -336,9 +315,9 @@ cl_reply(struct client *c, struct resp *r)
 static bool
 cl_wait_eof(struct client *c)
 {
-	double	end = now_s() + WAIT_S;
+	double	end = tu_now() + WAIT_S;
 
-	while (!c->eof && now_s() < end) {
+	while (!c->eof && tu_now() < end) {
 		ev_run(loop, EVRUN_NOWAIT);
 		if (!cl_pump(c))
 			spin(1);
@@ -874,8 +853,9 @@ START_TEST(pipelined_in_order)
 END_TEST
 
 static bool
-no_conns(void)
+no_conns(void *arg)
 {
+	(void)arg;
 	return srv.nconns == 0;
 }
 
@@ -888,7 +868,7 @@ START_TEST(client_vanishes_mid_reply)
 	spin(5);
 	ck_assert_str_eq(order, "slow;");
 	cl_close(c);
-	spin_until(no_conns, WAIT_S);
+	ck_assert(tu_run_until(loop, no_conns, NULL, WAIT_S));
 	/* The owner heard of it, so its timer never touches a freed conn. */
 	ck_assert_int_eq(later.closed, 1);
 	ck_assert(!ev_is_active(&later.timer));
@@ -898,20 +878,23 @@ START_TEST(client_vanishes_mid_reply)
 END_TEST
 
 static bool
-other_two(void)
+other_two(void *arg)
 {
+	(void)arg;
 	return other.nconns == 2;
 }
 
 static bool
-other_one(void)
+other_one(void *arg)
 {
+	(void)arg;
 	return other.nconns == 1;
 }
 
 static bool
-other_none(void)
+other_none(void *arg)
 {
+	(void)arg;
 	return other.nconns == 0;
 }
 
@@ -926,7 +909,7 @@ START_TEST(connection_limit)
 	ck_assert_int_eq(http_listen(&other, loop, path, routes, NULL, 2), 0);
 	c1 = cl_open(path);
 	c2 = cl_open(path);
-	spin_until(other_two, WAIT_S);
+	ck_assert(tu_run_until(loop, other_two, NULL, WAIT_S));
 	c3 = cl_open(path);
 	ck_assert(cl_wait_eof(c3));
 	ck_assert_int_eq(buf_add(&c3->in, "", 1), 0);
@@ -946,7 +929,7 @@ START_TEST(connection_limit)
 
 	/* A freed slot is taken again. */
 	cl_close(c1);
-	spin_until(other_one, WAIT_S);
+	ck_assert(tu_run_until(loop, other_one, NULL, WAIT_S));
 	c4 = cl_open(path);
 	get(c4, "/hello?n=4", &r);
 	ck_assert_int_eq(r.status, 200);
@@ -958,7 +941,7 @@ START_TEST(connection_limit)
 	cl_close(c2);
 	cl_close(c4);
 	http_close_all(&other);
-	spin_until(other_none, WAIT_S);
+	ck_assert(tu_run_until(loop, other_none, NULL, WAIT_S));
 	http_stop_accepting(&other);
 	unlink(path);
 }
@@ -1420,7 +1403,7 @@ START_TEST(sse_framing)
 	resp_free(&r);
 	ck_assert(c->eof);
 	ck_assert_int_eq(later.closed, 0);
-	spin_until(no_conns, WAIT_S);
+	ck_assert(tu_run_until(loop, no_conns, NULL, WAIT_S));
 }
 END_TEST
 
@@ -1487,7 +1470,7 @@ START_TEST(stream_reader_vanishes)
 	spin(10);
 	ck_assert_int_ge(big.paused, 1);
 	cl_close(c);
-	spin_until(no_conns, WAIT_S);
+	ck_assert(tu_run_until(loop, no_conns, NULL, WAIT_S));
 	ck_assert_int_eq(big.closed, 1);
 	ck_assert_uint_lt(big.sent, BIG_TOTAL);
 }
@@ -1544,7 +1527,7 @@ START_TEST(stale_socket_replaced)
 	ck_assert_int_eq(other.nconns, 1);
 	cl_close(c);
 	http_close_all(&other);
-	spin_until(other_none, WAIT_S);
+	ck_assert(tu_run_until(loop, other_none, NULL, WAIT_S));
 	http_stop_accepting(&other);
 	unlink(sun.sun_path);
 }

@@ -9,7 +9,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "codec.h"
 #include "tunables.h"
 #include "logstore.h"
+#include "testutil.h"
 
 Suite *logstore_suite(void);
 
@@ -30,11 +30,9 @@ static char	tdir_path[96];		/* one per test, inside base_path */
 static int	tdir = -1;
 
 static void	base_setup(void);
-static int	base_rm(const char *, const struct stat *, int, struct FTW *);
 static void	base_teardown(void);
 static void	setup(void);
 static void	teardown(void);
-static size_t	slurp(const char *, char *, size_t);
 static void	mkpipe(int[2]);
 static void	fill(char *, size_t, unsigned);
 static uint64_t	pump(struct logstore *, int, int[2], const char *, size_t);
@@ -48,32 +46,22 @@ static bool	punch_works(void);
 static void
 base_setup(void)
 {
-	strcpy(base_path, "/tmp/tend-logstore-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(base_path));
-}
-
-static int
-base_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
+	tu_mkdtemp(base_path, sizeof(base_path), "/tmp/tend-logstore-");
 }
 
 static void
 base_teardown(void)
 {
-	nftw(base_path, base_rm, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rmtree(base_path);
 }
 
 static void
 setup(void)
 {
-	snprintf(tdir_path, sizeof(tdir_path), "%s/tXXXXXX", base_path);
-	ck_assert_ptr_nonnull(mkdtemp(tdir_path));
-	tdir = open(tdir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(tdir, 0);
+	char	prefix[80];
+
+	snprintf(prefix, sizeof(prefix), "%s/t", base_path);
+	tdir = tu_tmpdir(tdir_path, sizeof(tdir_path), prefix);
 }
 
 static void
@@ -89,22 +77,6 @@ teardown(void)
 	close(tdir);
 	tdir = -1;
 	ck_assert_int_eq(rmdir(tdir_path), 0);
-}
-
-/* The whole of file name, at most cap bytes. */
-static size_t
-slurp(const char *name, char *d, size_t cap)
-{
-	ssize_t	n;
-	size_t	done = 0;
-	int	fd;
-
-	fd = openat(tdir, name, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	while (done < cap && (n = read(fd, d + done, cap - done)) > 0)
-		done += (size_t)n;
-	close(fd);
-	return done;
 }
 
 static void
@@ -279,18 +251,18 @@ START_TEST(drain_pipe)
 	ck_assert_int_eq(errno, ENOENT);
 
 	/* Records wait in memory until flushed, in one write. */
-	ck_assert_uint_eq(slurp("index", got, sizeof(got)), 0);
+	ck_assert_uint_eq(tu_read(tdir, "index", got, sizeof(got)), 0);
 	ck_assert_int_eq(logstore_flush(&ls), 0);
 	ck_assert_int_eq(ls.npend, 0);
 
 	/* The file holds exactly the bytes, the index exactly 3 records. */
-	n = (ssize_t)slurp("stdout", got, sizeof(got));
+	n = (ssize_t)tu_read(tdir, "stdout", got, sizeof(got));
 	ck_assert_int_eq(n, 6 + (ssize_t)sizeof(big));
 	ck_assert_int_eq(memcmp(got, "hello\n", 6), 0);
 	ck_assert_int_eq(memcmp(got + 6, big, sizeof(big)), 0);
-	ck_assert_uint_eq(slurp("index", got, sizeof(got)),
+	ck_assert_uint_eq(tu_read(tdir, "index", got, sizeof(got)),
 	    3 * sizeof(struct ls_rec));
-	ck_assert_uint_eq(slurp("stderr", got, sizeof(got)), 0);
+	ck_assert_uint_eq(tu_read(tdir, "stderr", got, sizeof(got)), 0);
 	ck_assert_uint_eq(ls.dropped, 0);
 
 	/* EOF once the writer is gone; again and again. */
@@ -370,9 +342,11 @@ START_TEST(interleaved_order)
 	}
 	ck_assert_uint_eq(ls.end[LS_STDOUT], strlen(out));
 	ck_assert_uint_eq(ls.end[LS_STDERR], strlen(err));
-	ck_assert_uint_eq(slurp("stdout", got, sizeof(got)), strlen(out));
+	ck_assert_uint_eq(tu_read(tdir, "stdout", got, sizeof(got)),
+	    strlen(out));
 	ck_assert_int_eq(memcmp(got, out, strlen(out)), 0);
-	ck_assert_uint_eq(slurp("stderr", got, sizeof(got)), strlen(err));
+	ck_assert_uint_eq(tu_read(tdir, "stderr", got, sizeof(got)),
+	    strlen(err));
 	ck_assert_int_eq(memcmp(got, err, strlen(err)), 0);
 	for (i = 0; i < 2; i++) {
 		close(p[i][0]);
@@ -402,7 +376,7 @@ START_TEST(drain_socket_falls_back)
 	ck_assert_int_eq(logstore_rec(&ls, 2, &r), 0);
 	ck_assert_uint_eq(r.offset, 8);
 	ck_assert_uint_eq(r.len, 6);
-	ck_assert_uint_eq(slurp("output", got, sizeof(got)), 14);
+	ck_assert_uint_eq(tu_read(tdir, "output", got, sizeof(got)), 14);
 	ck_assert_int_eq(memcmp(got, "terminal bytes", 14), 0);
 	close(sv[1]);
 	ck_assert_int_eq(logstore_drain(&ls, 0, sv[0]), 0);
@@ -433,7 +407,7 @@ START_TEST(drain_unspliceable_file_falls_back)
 	ck_assert_uint_eq(ls.dropped, 0);
 	ck_assert_uint_eq(ls.nrec, 2);
 	ck_assert_uint_eq(ls.end[LS_STDOUT], 7);
-	ck_assert_uint_eq(slurp("stdout", got, sizeof(got)), 7);
+	ck_assert_uint_eq(tu_read(tdir, "stdout", got, sizeof(got)), 7);
 	ck_assert_int_eq(memcmp(got, "abcdefg", 7), 0);
 	close(p[0]);
 	close(p[1]);
@@ -458,7 +432,7 @@ START_TEST(append_splits_chunks)
 	ck_assert_uint_eq(r.offset, 2 * LOG_CHUNK);
 	ck_assert_uint_eq(r.len, sizeof(d) - 2 * LOG_CHUNK);
 	ck_assert_uint_eq(r.stream, LS_STDERR);
-	ck_assert_uint_eq(slurp("stderr", got, sizeof(got)), sizeof(d));
+	ck_assert_uint_eq(tu_read(tdir, "stderr", got, sizeof(got)), sizeof(d));
 	ck_assert_int_eq(memcmp(got, d, sizeof(d)), 0);
 	logstore_close(&ls);
 }
@@ -623,7 +597,7 @@ START_TEST(index_error_drops)
 	ck_assert_int_eq(logstore_rec(&ls, 1, &r), 0);
 	ck_assert_uint_eq(r.offset, 0);
 	ck_assert_uint_eq(r.len, 5);
-	ck_assert_uint_eq(slurp("stdout", got, sizeof(got)), 5);
+	ck_assert_uint_eq(tu_read(tdir, "stdout", got, sizeof(got)), 5);
 	ck_assert_int_eq(memcmp(got, "found", 5), 0);
 	close(p[0]);
 	close(p[1]);
@@ -677,9 +651,9 @@ START_TEST(partial_write)
 	ck_assert_uint_eq(r1.len, 1000);
 	ck_assert_uint_eq(r2.stream, LS_STDOUT);
 	ck_assert_uint_eq(r2.len, 1000);
-	ck_assert_uint_eq(slurp("stdout", got, sizeof(got)), 1000);
+	ck_assert_uint_eq(tu_read(tdir, "stdout", got, sizeof(got)), 1000);
 	ck_assert_int_eq(memcmp(got, d, 1000), 0);
-	ck_assert_uint_eq(slurp("stderr", got, sizeof(got)), 1000);
+	ck_assert_uint_eq(tu_read(tdir, "stderr", got, sizeof(got)), 1000);
 	ck_assert_int_eq(memcmp(got, d, 1000), 0);
 	close(p[0]);
 	close(p[1]);

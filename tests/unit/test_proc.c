@@ -14,7 +14,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 #include "boot.h"
 #include "fsutil.h"
 #include "proc.h"
+#include "testutil.h"
 
 Suite *proc_suite(void);
 
@@ -55,25 +55,20 @@ static struct rlimit	 start_nofile;	/* before proctab_init raises it */
 
 static void	setup(void);
 static void	teardown(void);
-static int	rm_cb(const char *, const struct stat *, int, struct FTW *);
 static void	reap_cb(struct ev_loop *, ev_child *, int);
-static void	tick_cb(struct ev_loop *, ev_timer *, int);
-static double	now_s(void);
-static bool	run_until(bool (*)(struct proc *), struct proc *, double);
-static bool	is_exited(struct proc *);
-static bool	is_reaped(struct proc *);
-static bool	is_done(struct proc *);
-static bool	none_live(struct proc *);
+static bool	is_exited(void *);
+static bool	is_reaped(void *);
+static bool	is_done(void *);
+static bool	none_live(void *);
 static struct proc *spawn(struct proc_opts *);
 static int	spawn_err(struct proc_opts *, bool *);
 static char	*rec_file(struct proc *, const char *, size_t *);
 static cJSON	*rec_json(struct proc *, const char *);
-static bool	rec_exists(const char *);
 static cJSON	*item(cJSON *, const char *);
 static void	seen_cb(struct proc_watch *, enum proc_event);
 static void	end_cb(struct proc_watch *, enum proc_event);
-static bool	no_zombie(struct proc *);
-static bool	has_status(struct proc *);
+static bool	no_zombie(void *);
+static bool	has_status(void *);
 static bool	on_valgrind(void);
 static void	make_noexec(char *, size_t);
 static char	*proc_file(pid_t, const char *);
@@ -90,10 +85,7 @@ setup(void)
 	ck_assert_int_eq(setenv("UNIT_BASE", "kept", 1), 0);
 	ck_assert_int_eq(setenv("UNIT_OVERRIDE", "base", 1), 0);
 
-	strcpy(state_path, "/tmp/tend-proc-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(state_path));
-	statefd = open(state_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(statefd, 0);
+	statefd = tu_tmpdir(state_path, sizeof(state_path), "/tmp/tend-proc-");
 	ck_assert_int_eq(boot_new_id(boot), 0);
 	ck_assert_int_eq(boot_create(statefd, boot, &procsfd), 0);
 
@@ -106,20 +98,11 @@ setup(void)
 	ck_assert_int_eq(proctab_init(&tab, loop, boot, statefd, procsfd), 0);
 }
 
-static int
-rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
 static void
 teardown(void)
 {
 	proctab_signal_all(&tab, SIGKILL);
-	(void)run_until(none_live, NULL, WAIT_S);
+	(void)tu_run_until(loop, none_live, NULL, WAIT_S);
 	proctab_free(&tab);
 	ev_child_stop(loop, &reaper);
 	/* Children of failed launches, if the loop did not get to them. */
@@ -129,7 +112,7 @@ teardown(void)
 	loop = NULL;
 	close(procsfd);
 	close(statefd);
-	nftw(state_path, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	tu_rmtree(state_path);
 }
 
 /* The agent's reap loop. */
@@ -141,61 +124,35 @@ reap_cb(struct ev_loop *l, ev_child *w, int revents)
 	proc_reaped(&tab, w->rpid, w->rstatus);
 }
 
-static void
-tick_cb(struct ev_loop *l, ev_timer *w, int revents)
-{
-	(void)l;
-	(void)w;
-	(void)revents;
-}
-
-static double
-now_s(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Run the loop until done(p) or secs have passed. */
 static bool
-run_until(bool (*done)(struct proc *), struct proc *p, double secs)
+is_exited(void *arg)
 {
-	ev_timer	tick;
-	double		end = now_s() + secs;
+	struct proc	*p = arg;
 
-	ev_timer_init(&tick, tick_cb, 0.005, 0.005);
-	ev_timer_start(loop, &tick);
-	while (!done(p) && now_s() < end)
-		ev_run(loop, EVRUN_ONCE);
-	ev_timer_stop(loop, &tick);
-	return done(p);
-}
-
-static bool
-is_exited(struct proc *p)
-{
 	return p->state == PROC_EXITED;
 }
 
 static bool
-is_reaped(struct proc *p)
+is_reaped(void *arg)
 {
+	struct proc	*p = arg;
+
 	return p->reaped;
 }
 
 /* Exited, and the output complete. */
 static bool
-is_done(struct proc *p)
+is_done(void *arg)
 {
+	struct proc	*p = arg;
+
 	return p->state == PROC_EXITED && proc_output_done(p);
 }
 
 static bool
-none_live(struct proc *p)
+none_live(void *arg)
 {
-	(void)p;
+	(void)arg;
 	return tab.nlive == 0;
 }
 
@@ -231,31 +188,19 @@ spawn_err(struct proc_opts *o, bool *failed)
 static char *
 rec_file(struct proc *p, const char *name, size_t *len)
 {
-	char	path[PROC_ID_MAX + 32], *s;
+	char	path[PROC_ID_MAX + 32];
 
 	snprintf(path, sizeof(path), "%s/%s", p->id, name);
-	s = fsutil_read(procsfd, path, 4 << 20, len);
-	ck_assert_msg(s != NULL, "%s: %s", path, strerror(errno));
-	return s;
+	return tu_slurp(procsfd, path, len);
 }
 
 static cJSON *
 rec_json(struct proc *p, const char *name)
 {
-	char	*s = rec_file(p, name, NULL);
-	cJSON	*j = cJSON_Parse(s);
+	char	path[PROC_ID_MAX + 32];
 
-	ck_assert_msg(j != NULL, "%s: not JSON: %s", name, s);
-	free(s);
-	return j;
-}
-
-static bool
-rec_exists(const char *id)
-{
-	struct stat	st;
-
-	return fstatat(procsfd, id, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	snprintf(path, sizeof(path), "%s/%s", p->id, name);
+	return tu_json(procsfd, path);
 }
 
 /* A member that must be there. */
@@ -302,7 +247,7 @@ START_TEST(spawn_exit_code)
 	ck_assert_ptr_eq(proc_find(&tab, p->id), p);
 	ck_assert_int_eq(tab.nlive, 1);
 
-	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert(p->reaped);
 	ck_assert_int_eq(p->code, 3);
 	ck_assert_int_eq(p->sig, 0);
@@ -346,10 +291,11 @@ START_TEST(spawn_exit_code)
 END_TEST
 
 static bool
-has_status(struct proc *p)
+has_status(void *arg)
 {
-	struct stat	st;
-	char		path[PROC_ID_MAX + 16];
+	struct proc	*p = arg;
+	struct stat	 st;
+	char		 path[PROC_ID_MAX + 16];
 
 	snprintf(path, sizeof(path), "%s/status.json", p->id);
 	return fstatat(procsfd, path, &st, 0) == 0;
@@ -363,7 +309,7 @@ START_TEST(status_while_running)
 
 	/* A process that goes on gets a "running" status soon. */
 	p = spawn(&o);
-	ck_assert(run_until(has_status, p, WAIT_S));
+	ck_assert(tu_run_until(loop, has_status, p, WAIT_S));
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "running");
 	ck_assert_int_eq(item(j, "pid")->valueint, p->pid);
@@ -371,7 +317,7 @@ START_TEST(status_while_running)
 	cJSON_Delete(j);
 	/* Replaced by the final one. */
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
-	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
 	cJSON_Delete(j);
@@ -391,7 +337,7 @@ START_TEST(spawn_all_exit_codes)
 		snprintf(cmd[i], sizeof(cmd[i]), "exit %d", codes[i]);
 		p[i] = spawn(&o);
 	}
-	ck_assert(run_until(none_live, NULL, WAIT_S));
+	ck_assert(tu_run_until(loop, none_live, NULL, WAIT_S));
 	for (i = 0; i < 8; i++) {
 		ck_assert_int_eq(p[i]->code, codes[i]);
 		ck_assert_int_eq(p[i]->sig, 0);
@@ -408,7 +354,7 @@ START_TEST(output_drained_whole)
 	size_t		 len, i;
 
 	p = spawn(&o);
-	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 300000);
 	ck_assert_uint_eq(p->ls.end[LS_STDERR], 70000);
 	s = rec_file(p, "stdout", &len);
@@ -434,11 +380,11 @@ on_valgrind(void)
 
 /* No child of ours is a zombie (without reaping one). */
 static bool
-no_zombie(struct proc *p)
+no_zombie(void *arg)
 {
 	siginfo_t	si;
 
-	(void)p;
+	(void)arg;
 	memset(&si, 0, sizeof(si));
 	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == -1)
 		return errno == ECHILD;
@@ -468,7 +414,7 @@ START_TEST(spawn_not_found_leaves_nothing)
 	o.argv = ARGV("tend-no-such-binary-on-path");
 	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
 	ck_assert(failed);
-	ck_assert(!rec_exists("ghost"));
+	ck_assert(!tu_exists(procsfd, "ghost"));
 	ck_assert_ptr_null(tab.head);
 	ck_assert_int_eq(tab.nlive, 0);
 
@@ -479,7 +425,7 @@ START_TEST(spawn_not_found_leaves_nothing)
 	o.env = ARGV(path);
 	ck_assert_int_eq(spawn_err(&o, &failed), EACCES);
 	ck_assert(failed);
-	ck_assert(!rec_exists("ghost"));
+	ck_assert(!tu_exists(procsfd, "ghost"));
 	o.env = NULL;
 	ck_assert_ptr_null(tab.head);
 	ck_assert_uint_eq(tab.started, 0);
@@ -487,7 +433,7 @@ START_TEST(spawn_not_found_leaves_nothing)
 	/* And the ID can be used. */
 	o.argv = ARGV("true");
 	spawn(&o);
-	ck_assert(rec_exists("ghost"));
+	ck_assert(tu_exists(procsfd, "ghost"));
 }
 END_TEST
 
@@ -511,14 +457,14 @@ START_TEST(exec_failures_leave_nothing)
 	o.argv = ARGV("/nonexistent/tend-no-such-binary");
 	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
 	ck_assert(failed);
-	ck_assert(!rec_exists("ghost"));
+	ck_assert(!tu_exists(procsfd, "ghost"));
 
 	/* A missing cwd. */
 	o.argv = ARGV("true");
 	o.cwd = "/nonexistent/dir";
 	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
 	ck_assert(failed);
-	ck_assert(!rec_exists("ghost"));
+	ck_assert(!tu_exists(procsfd, "ghost"));
 	o.cwd = NULL;
 
 	/* Not executable, by path. */
@@ -526,15 +472,15 @@ START_TEST(exec_failures_leave_nothing)
 	o.argv = ARGV(noexec);
 	ck_assert_int_eq(spawn_err(&o, &failed), EACCES);
 	ck_assert(failed);
-	ck_assert(!rec_exists("ghost"));
+	ck_assert(!tu_exists(procsfd, "ghost"));
 	ck_assert_ptr_null(tab.head);
 	ck_assert_uint_eq(tab.started, 0);
 
 	/* A child that failed to exec, if there was one, is collected. */
-	ck_assert(run_until(no_zombie, NULL, WAIT_S));
+	ck_assert(tu_run_until(loop, no_zombie, NULL, WAIT_S));
 	o.argv = ARGV("true");
 	spawn(&o);
-	ck_assert(rec_exists("ghost"));
+	ck_assert(tu_exists(procsfd, "ghost"));
 }
 END_TEST
 
@@ -553,11 +499,11 @@ START_TEST(id_taken)
 	ck_assert_ptr_eq(proc_find(&tab, "dup"), p);
 	ck_assert_int_eq(tab.nlive, 1);
 	ck_assert_int_eq(p->state, PROC_RUNNING);
-	ck_assert(rec_exists("dup"));
+	ck_assert(tu_exists(procsfd, "dup"));
 
 	/* An ended record still holds its ID. */
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
-	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert_int_eq(spawn_err(&o, &failed), EEXIST);
 	ck_assert(!failed);
 	ck_assert_int_eq(p->code, 137);
@@ -576,12 +522,12 @@ START_TEST(maxlive_limit)
 	o.id = "third";
 	ck_assert_int_eq(spawn_err(&o, &failed), EAGAIN);
 	ck_assert(!failed);
-	ck_assert(!rec_exists("third"));
+	ck_assert(!tu_exists(procsfd, "third"));
 	ck_assert_int_eq(tab.nlive, 2);
 
 	/* An ended process frees its slot. */
 	ck_assert_int_eq(proc_kill(a, SIGKILL, true), 0);
-	ck_assert(run_until(is_exited, a, WAIT_S));
+	ck_assert(tu_run_until(loop, is_exited, a, WAIT_S));
 	spawn(&o);
 	ck_assert_int_eq(tab.nlive, 2);
 }
@@ -623,7 +569,7 @@ START_TEST(kill_sigkill)
 
 	p = spawn(&o);
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
-	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert_int_eq(p->code, 137);
 	ck_assert_int_eq(p->sig, SIGKILL);
 	ck_assert(!p->timed_out);
@@ -654,17 +600,17 @@ START_TEST(kill_root_only)
 		nanosleep(&ms, NULL);
 	}
 	ck_assert_int_eq(proc_kill(p, SIGTERM, false), 0);
-	ck_assert(run_until(is_reaped, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_reaped, p, WAIT_S));
 	ck_assert_int_eq(p->sig, SIGTERM);
 	ck_assert_int_eq(p->code, 143);
 	/* The group lives on: still running, the root cannot be signalled. */
-	ck_assert(!run_until(is_exited, p, 0.2));
+	ck_assert(!tu_run_until(loop, is_exited, p, 0.2));
 	ck_assert_int_eq(p->state, PROC_RUNNING);
 	errno = 0;
 	ck_assert_int_eq(proc_kill(p, SIGTERM, false), -1);
 	ck_assert_int_eq(errno, ESRCH);
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
-	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	/* exit records the root's outcome, not the last member's. */
 	ck_assert_int_eq(p->code, 143);
 }
@@ -680,22 +626,22 @@ START_TEST(timeout_term_then_kill)
 		.argv = ARGV("sleep", "5"), .timeout_s = 0.2, .grace_s = 5,
 	};
 	struct proc	*s, *q;
-	double		 t0 = now_s(), t;
+	double		 t0 = tu_now(), t;
 	cJSON		*j;
 
 	s = spawn(&stubborn);
 	q = spawn(&polite);
 	/* TERM ends the polite one at once, without the grace period. */
-	ck_assert(run_until(is_exited, q, WAIT_S));
-	t = now_s() - t0;
+	ck_assert(tu_run_until(loop, is_exited, q, WAIT_S));
+	t = tu_now() - t0;
 	ck_assert(q->timed_out);
 	ck_assert_int_eq(q->sig, SIGTERM);
 	ck_assert_int_eq(q->code, 143);
 	ck_assert_double_ge(t, 0.15);
 	ck_assert_double_lt(t, 2.0);
 	/* The one that ignores TERM is killed after the grace period. */
-	ck_assert(run_until(is_exited, s, WAIT_S));
-	t = now_s() - t0;
+	ck_assert(tu_run_until(loop, is_exited, s, WAIT_S));
+	t = tu_now() - t0;
 	ck_assert(s->timed_out);
 	ck_assert_int_eq(s->sig, SIGKILL);
 	ck_assert_int_eq(s->code, 137);
@@ -713,8 +659,9 @@ START_TEST(no_timeout_after_exit)
 	struct proc	*p;
 
 	p = spawn(&o);
-	ck_assert(run_until(is_exited, p, WAIT_S));
-	(void)run_until(is_reaped, p, 0.3);	/* past the timeout */
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
+	/* past the timeout */
+	(void)tu_run_until(loop, is_reaped, p, 0.3);
 	ck_assert(!p->timed_out);
 	ck_assert_int_eq(p->code, 0);
 	ck_assert_int_eq(p->sig, 0);
@@ -742,12 +689,12 @@ START_TEST(group_settles_late)
 	    "(sleep 0.3; echo late) & exit 0") };
 	struct proc	*p;
 	struct seen	 s;
-	double		 t0 = now_s();
+	double		 t0 = tu_now();
 
 	memset(&s, 0, sizeof(s));
 	p = spawn(&o);
 	proc_watch_add(p, &s.w, end_cb);
-	ck_assert(run_until(is_reaped, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_reaped, p, WAIT_S));
 	ck_assert_int_eq(p->code, 0);
 	/* The root is gone, its group is not. */
 	ck_assert_int_eq(p->state, PROC_RUNNING);
@@ -758,8 +705,8 @@ START_TEST(group_settles_late)
 	ck_assert_int_eq(proc_kill(p, 0, false), -1);
 	ck_assert_int_eq(errno, ESRCH);
 	ck_assert_int_eq(proc_kill(p, 0, true), 0);
-	ck_assert(run_until(is_exited, p, WAIT_S));
-	ck_assert_double_ge(now_s() - t0, 0.25);
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
+	ck_assert_double_ge(tu_now() - t0, 0.25);
 	ck_assert_int_eq(p->code, 0);
 	ck_assert_int_eq(s.n[PROC_EV_END], 1);
 	ck_assert_int_eq(s.n[PROC_EV_GONE], 100);
@@ -782,11 +729,11 @@ START_TEST(escaped_grandchild)
 	}
 	p = spawn(&o);
 	/* Out of the group: the record ends without it... */
-	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert(!proc_output_done(p));
 	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 6);
 	/* ...and what it writes to the inherited pipe is still stored. */
-	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	s = rec_file(p, "stdout", NULL);
 	ck_assert_str_eq(s, "early\nlate\n");
 	free(s);
@@ -809,16 +756,16 @@ START_TEST(signal_all_and_finalize)
 	a = spawn(&o);
 	b = spawn(&o);
 	c = spawn(&g);
-	ck_assert(run_until(is_reaped, c, WAIT_S));
+	ck_assert(tu_run_until(loop, is_reaped, c, WAIT_S));
 	proctab_signal_all(&tab, SIGTERM);
-	ck_assert(run_until(none_live, NULL, WAIT_S));
+	ck_assert(tu_run_until(loop, none_live, NULL, WAIT_S));
 	ck_assert_int_eq(a->sig, SIGTERM);
 	ck_assert_int_eq(b->sig, SIGTERM);
 	ck_assert_int_eq(c->code, 0);
 
 	/* At shutdown, a reaped root whose group lingers gets a final status. */
 	c = spawn(&g);
-	ck_assert(run_until(is_reaped, c, WAIT_S));
+	ck_assert(tu_run_until(loop, is_reaped, c, WAIT_S));
 	ck_assert_int_eq(c->state, PROC_RUNNING);
 	proctab_finalize(&tab);
 	ck_assert_int_eq(c->state, PROC_EXITED);
@@ -851,7 +798,7 @@ START_TEST(stdin_pipe)
 	/* More than a pipe holds: the rest is written as cat reads. */
 	ck_assert_int_eq(proc_stdin(p, d, 1000, false), 0);
 	ck_assert_int_eq(proc_stdin(p, d + 1000, n - 1000, true), 0);
-	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(p->code, 0);
 	ck_assert(p->stdin_closed);
 	s = rec_file(p, "stdout", &len);
@@ -866,8 +813,10 @@ START_TEST(stdin_pipe)
 END_TEST
 
 static bool
-has_three(struct proc *p)
+has_three(void *arg)
 {
+	struct proc	*p = arg;
+
 	return p->ls.end[LS_STDOUT] == 3;
 }
 
@@ -880,11 +829,11 @@ START_TEST(stdin_stays_open)
 
 	p = spawn(&o);
 	ck_assert_int_eq(proc_stdin(p, "abc", 3, false), 0);
-	ck_assert(run_until(has_three, p, WAIT_S));
+	ck_assert(tu_run_until(loop, has_three, p, WAIT_S));
 	ck_assert_int_eq(p->state, PROC_RUNNING);
 	/* Closing without data. */
 	ck_assert_int_eq(proc_stdin(p, "", 0, true), 0);
-	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 3);
 	j = rec_json(p, "meta.json");
 	ck_assert_str_eq(item(item(j, "options"), "stdin")->valuestring,
@@ -896,7 +845,7 @@ START_TEST(stdin_stays_open)
 	errno = 0;
 	ck_assert_int_eq(proc_stdin(q, "x", 1, false), -1);
 	ck_assert_int_eq(errno, EPIPE);
-	ck_assert(run_until(is_done, q, WAIT_S));
+	ck_assert(tu_run_until(loop, is_done, q, WAIT_S));
 	ck_assert_uint_eq(q->ls.end[LS_STDOUT], 0);
 	ck_assert_int_eq(q->code, 0);
 }
@@ -914,7 +863,7 @@ START_TEST(child_env)
 	cJSON		*j, *a;
 
 	p = spawn(&o);
-	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	s = rec_file(p, "stdout", NULL);
 	for (line = strtok_r(s, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save)) {
@@ -1007,7 +956,7 @@ START_TEST(child_starts_clean)
 	signal(SIGUSR2, SIG_DFL);
 	raw_ignore(33, false);
 	close(leak);
-	ck_assert(run_until(none_live, NULL, WAIT_S));
+	ck_assert(tu_run_until(loop, none_live, NULL, WAIT_S));
 
 	s = rec_file(a, "stdout", NULL);
 	ck_assert_msg(strstr(s, "\nSigBlk:\t0000000000000000\n") != NULL, "%s", s);
@@ -1078,7 +1027,7 @@ START_TEST(child_limits)
 	    line[strlen(want)] == ' ', "%s, want %s", line, want);
 	free(s);
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
-	ck_assert(run_until(is_exited, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 }
 END_TEST
 
@@ -1099,7 +1048,7 @@ START_TEST(run_as_user)
 		return;
 	}
 	p = spawn(&o);
-	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(p->code, 0);
 	s = rec_file(p, "stdout", NULL);
 	ck_assert_str_eq(s, "65534\n65534\n65534\n");
@@ -1119,13 +1068,13 @@ START_TEST(run_as_user)
 	o.id = "ghost";
 	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
 	ck_assert(failed);
-	ck_assert(!rec_exists("ghost"));
+	ck_assert(!tu_exists(procsfd, "ghost"));
 	o.argv = ARGV("true");
 	o.cwd = "/nonexistent/dir";
 	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
 	ck_assert(failed);
-	ck_assert(!rec_exists("ghost"));
-	ck_assert(run_until(no_zombie, NULL, WAIT_S));
+	ck_assert(!tu_exists(procsfd, "ghost"));
+	ck_assert(tu_run_until(loop, no_zombie, NULL, WAIT_S));
 }
 END_TEST
 
@@ -1167,7 +1116,7 @@ START_TEST(status_json_fields)
 	cJSON_Delete(j);
 	cJSON_Delete(tags);
 
-	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	j = proc_status_json(p);
 	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
 	e = item(j, "exit");
@@ -1206,7 +1155,7 @@ START_TEST(watchers_and_delete)
 	proc_watch_add(p, &s.w, seen_cb);
 	proc_watch_add(p, &quiet.w, seen_cb);
 	proc_watch_del(&quiet.w);
-	ck_assert(run_until(is_done, p, WAIT_S));
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_ge(s.n[PROC_EV_OUTPUT], 1);
 	ck_assert_int_eq(s.n[PROC_EV_EXIT], 1);
 	ck_assert_int_eq(s.n[PROC_EV_END], 1);
@@ -1224,11 +1173,11 @@ START_TEST(watchers_and_delete)
 	ck_assert_ptr_null(quiet.w.proc);
 
 	snprintf(id, sizeof(id), "%s", p->id);
-	ck_assert(rec_exists(id));
+	ck_assert(tu_exists(procsfd, id));
 	proc_delete(p);
 	ck_assert_int_eq(s.n[PROC_EV_GONE], 1);
 	ck_assert_ptr_null(s.w.proc);
-	ck_assert(!rec_exists(id));
+	ck_assert(!tu_exists(procsfd, id));
 	ck_assert_ptr_null(proc_find(&tab, id));
 	ck_assert_ptr_null(tab.head);
 	ck_assert_ptr_null(tab.tail);
@@ -1242,9 +1191,9 @@ START_TEST(watchers_and_delete)
 END_TEST
 
 static bool
-trimmed(struct proc *p)
+trimmed(void *arg)
 {
-	(void)p;
+	(void)arg;
 	return tab.nlive == 1 && tab.nexited == 1 &&
 	    proc_find(&tab, "a") == NULL && proc_find(&tab, "b") == NULL;
 }
@@ -1263,15 +1212,15 @@ START_TEST(keep_exited_trims_oldest)
 	spawn(&o);
 	o.id = "c";
 	c = spawn(&o);
-	ck_assert(run_until(trimmed, NULL, WAIT_S));
+	ck_assert(tu_run_until(loop, trimmed, NULL, WAIT_S));
 	/* Running records are never trimmed; the newest ended one stays. */
 	ck_assert_ptr_nonnull(proc_find(&tab, "old"));
 	ck_assert_ptr_eq(proc_find(&tab, "c"), c);
 	ck_assert_int_eq(c->state, PROC_EXITED);
-	ck_assert(rec_exists("old"));
-	ck_assert(rec_exists("c"));
-	ck_assert(!rec_exists("a"));
-	ck_assert(!rec_exists("b"));
+	ck_assert(tu_exists(procsfd, "old"));
+	ck_assert(tu_exists(procsfd, "c"));
+	ck_assert(!tu_exists(procsfd, "a"));
+	ck_assert(!tu_exists(procsfd, "b"));
 	ck_assert_ptr_eq(tab.head, proc_find(&tab, "old"));
 	ck_assert_ptr_eq(tab.tail, c);
 }

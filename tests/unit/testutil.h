@@ -1,0 +1,42 @@
+/*
+ * Helpers the unit suites share: scratch directories, files written and
+ * read with plain system calls (independent of lib/fsutil), and running
+ * an ev loop until something holds.  Each one fails the calling test
+ * (ck_assert) on an error it does not expect.
+ */
+#ifndef TEND_TESTUTIL_H
+#define TEND_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct cJSON;
+struct ev_loop;
+
+/* mkdtemp of prefix "XXXXXX" into path (n bytes), e.g. "/tmp/tend-x-". */
+void	 tu_mkdtemp(char *path, size_t n, const char *prefix);
+/* The same, opened: a directory fd (O_CLOEXEC) to close. */
+int	 tu_tmpdir(char *path, size_t n, const char *prefix);
+/* rm -rf path, without following links; errors are ignored. */
+void	 tu_rmtree(const char *path);
+
+/* Write all of s to fd. */
+void	 tu_write(int fd, const char *s);
+/* Create (or replace) name in dirfd, mode 0600, holding s. */
+void	 tu_put(int dirfd, const char *name, const char *s);
+/* The whole file, malloc'd and NUL-terminated; its length in *len. */
+char	*tu_slurp(int dirfd, const char *name, size_t *len);
+/* At most cap bytes of the file into d: how many. */
+size_t	 tu_read(int dirfd, const char *name, char *d, size_t cap);
+/* The file parsed as JSON, for cJSON_Delete. */
+struct cJSON *tu_json(int dirfd, const char *name);
+/* name exists in dirfd (a link is not followed). */
+bool	 tu_exists(int dirfd, const char *name);
+
+/* CLOCK_MONOTONIC, in seconds. */
+double	 tu_now(void);
+/* Run loop until done(arg) or secs have passed: done(arg) at the end. */
+bool	 tu_run_until(struct ev_loop *loop, bool (*done)(void *), void *arg,
+	    double secs);
+
+#endif
