@@ -303,11 +303,13 @@ api_launch_opts(struct http_conn *c, cJSON *j, bool exec,
 		o->has_user = true;
 		o->uid = pw->pw_uid;
 		o->gid = pw->pw_gid;
-		o->user = cJSON_IsString(f) ? f->valuestring : NULL;
 		/* initgroups wants the name; keep it past getpw*'s buffer. */
-		cJSON_AddStringToObject(j, "\001user", pw->pw_name);
-		o->user = cJSON_GetObjectItemCaseSensitive(j,
-		    "\001user")->valuestring;
+		if (snprintf(o->user_name, sizeof(o->user_name), "%s",
+		    pw->pw_name) >= (int)sizeof(o->user_name)) {
+			api_invalid(c, "user", "user name too long");
+			return -1;
+		}
+		o->user = o->user_name;
 	}
 	return 0;
 nomem:

@@ -51,7 +51,7 @@ static void	http_dispatch(struct http_conn *);
 static void	http_finish(struct http_conn *);
 static void	http_req_reset(struct http_req *);
 static int	http_head(struct http_conn *, int, const char *, const char *,
-		    long long);
+		    long long, const char *);
 static void	http_bad_request(struct http_conn *);
 static int	http_route_match(const char *, const char *, struct http_req *);
 
@@ -968,7 +968,7 @@ http_status_text(int status)
 
 static int
 http_head(struct http_conn *c, int status, const char *ctype,
-    const char *extra, long long len)
+    const char *extra, long long len, const char *extra2)
 {
 	struct buf	*o = &c->out;
 
@@ -979,7 +979,8 @@ http_head(struct http_conn *c, int status, const char *ctype,
 		return -1;
 	if (len >= 0 && buf_printf(o, "Content-Length: %lld\r\n", len) == -1)
 		return -1;
-	if (extra != NULL && buf_addstr(o, extra) == -1)
+	if ((extra != NULL && buf_addstr(o, extra) == -1) ||
+	    (extra2 != NULL && buf_addstr(o, extra2) == -1))
 		return -1;
 	if (c->close_after && buf_addstr(o, "Connection: close\r\n") == -1)
 		return -1;
@@ -1038,7 +1039,7 @@ http_reply(struct http_conn *c, int status, const char *ctype,
 		return;
 	/* A reply to HEAD has the head only (its length says the body's). */
 	if (http_head(c, status, len || status != 204 ? ctype : NULL, NULL,
-	    status == 204 ? -1 : (long long)len) == -1 ||
+	    status == 204 ? -1 : (long long)len, NULL) == -1 ||
 	    (!c->req_head && buf_add(&c->out, body, len) == -1)) {
 		http_conn_abort(c);
 		return;
@@ -1113,9 +1114,7 @@ http_stream_begin(struct http_conn *c, int status, const char *ctype,
 		c->close_after = true;
 	c->chunked_out = framing == HTTP_FRAME_CHUNKED;
 	if (http_head(c, status, ctype, c->chunked_out ?
-	    "Transfer-Encoding: chunked\r\n" : NULL, -1) == -1 ||
-	    (extra != NULL && (c->out.len -= 2, buf_addstr(&c->out, extra) == -1 ||
-	    buf_addstr(&c->out, "\r\n") == -1))) {
+	    "Transfer-Encoding: chunked\r\n" : NULL, -1, extra) == -1) {
 		http_conn_abort(c);
 		return -1;
 	}

@@ -91,7 +91,8 @@ struct proc_opts {
 	bool		 has_user;
 	uid_t		 uid;
 	gid_t		 gid;
-	const char	*user;		/* as given, and the name for initgroups */
+	const char	*user;		/* the name for initgroups, or NULL */
+	char		 user_name[256];	/* its storage */
 	uint64_t	 maxlog;
 	cJSON		*tags;		/* copied */
 };
