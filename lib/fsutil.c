@@ -14,14 +14,32 @@
 
 #include "fsutil.h"
 
+static int	fsutil_write_all(int, const void *, size_t);
+
+static int
+fsutil_write_all(int fd, const void *d, size_t n)
+{
+	const char	*p = d;
+	ssize_t		 w;
+
+	while (n > 0) {
+		if ((w = write(fd, p, n)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= w;
+	}
+	return 0;
+}
+
 int
 fsutil_write_atomic(int dirfd, const char *name, const void *d, size_t n,
     bool sync)
 {
-	char		 tmp[NAME_MAX + 1];
-	const char	*p = d;
-	ssize_t		 w;
-	int		 fd, saved;
+	char	tmp[NAME_MAX + 1];
+	int	fd, saved;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp)) {
 		errno = ENAMETOOLONG;
@@ -30,15 +48,8 @@ fsutil_write_atomic(int dirfd, const char *name, const void *d, size_t n,
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
 	if (fd == -1)
 		return -1;
-	while (n > 0) {
-		if ((w = write(fd, p, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			goto fail;
-		}
-		p += w;
-		n -= w;
-	}
+	if (fsutil_write_all(fd, d, n) == -1)
+		goto fail;
 	if (sync && fsync(fd) == -1)
 		goto fail;
 	if (close(fd) == -1) {
@@ -62,24 +73,16 @@ fail:
 int
 fsutil_write_new(int dirfd, const char *name, const void *d, size_t n)
 {
-	const char	*p = d;
-	ssize_t		 w;
-	int		 fd, saved;
+	int	fd, saved;
 
 	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (fd == -1)
 		return -1;
-	while (n > 0) {
-		if ((w = write(fd, p, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			saved = errno;
-			close(fd);
-			errno = saved;
-			return -1;
-		}
-		p += w;
-		n -= w;
+	if (fsutil_write_all(fd, d, n) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
 	}
 	return close(fd);
 }
