@@ -36,6 +36,7 @@ struct logstore {
 	int		 nstreams;
 	uint64_t	 start[LS_NSTREAMS];	/* first retained offset */
 	uint64_t	 end[LS_NSTREAMS];	/* bytes stored == next offset */
+	uint64_t	 punched[LS_NSTREAMS];	/* released space up to here */
 	uint64_t	 dropped;		/* read but not stored */
 	uint64_t	 nrec;			/* last seq written */
 	uint64_t	 maxbytes;		/* per stream; 0 = unbounded */
@@ -71,7 +72,7 @@ int	logstore_open(struct logstore *, int dirfd, int nstreams,
 
 /*
  * Move what is readable now from the non-blocking pipe fd into stream s,
- * at most LOG_CHUNK bytes, as one index record.  Returns the number of
+ * a few LOG_CHUNKs at most, as index records of at most LOG_CHUNK bytes.  Returns the number of
  * bytes taken from the pipe (stored or dropped) > 0; 0 at EOF; -1 with
  * errno EAGAIN when nothing is readable, or another errno on a read error
  * of the pipe.  Storage errors never fail this call: the bytes are read,

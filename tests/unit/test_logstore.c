@@ -232,12 +232,18 @@ START_TEST(drain_pipe)
 	ck_assert_int_eq(errno, EAGAIN);
 	ck_assert_uint_eq(ls.nrec, 1);
 
-	/* More than a chunk waiting: at most LOG_CHUNK per call. */
+	/*
+	 * More than a chunk waiting: one call may take several, but each
+	 * record holds at most LOG_CHUNK bytes.
+	 */
 	ck_assert_int_eq(fcntl(p[1], F_SETPIPE_SZ, 4 * LOG_CHUNK) >= 0, 1);
 	fill(big, sizeof(big), 1);
 	ck_assert_int_eq(write(p[1], big, sizeof(big)), (ssize_t)sizeof(big));
-	ck_assert_int_eq(logstore_drain(&ls, LS_STDOUT, p[0]), LOG_CHUNK);
-	ck_assert_int_eq(logstore_drain(&ls, LS_STDOUT, p[0]), 1000);
+	n = logstore_drain(&ls, LS_STDOUT, p[0]);
+	ck_assert_int_ge(n, LOG_CHUNK);
+	if (n < (ssize_t)sizeof(big))
+		ck_assert_int_eq(logstore_drain(&ls, LS_STDOUT, p[0]),
+		    (ssize_t)sizeof(big) - n);
 	ck_assert_int_eq(logstore_rec(&ls, 2, &r), 0);
 	ck_assert_uint_eq(r.offset, 6);
 	ck_assert_uint_eq(r.len, LOG_CHUNK);
@@ -356,8 +362,8 @@ START_TEST(interleaved_order)
 }
 END_TEST
 
-/* Not a pipe: splice says EINVAL and the copy path takes over. */
-START_TEST(drain_socket_falls_back)
+/* Not a pipe: a socket (a terminal's, say) drains the same way. */
+START_TEST(drain_from_socket)
 {
 	struct logstore	ls;
 	struct ls_rec	r;
@@ -390,8 +396,8 @@ START_TEST(drain_socket_falls_back)
 }
 END_TEST
 
-/* A file splice will not write to (O_APPEND gives EINVAL) is copied to. */
-START_TEST(drain_unspliceable_file_falls_back)
+/* A stream file opened O_APPEND (pwrite appends there) still gets it all. */
+START_TEST(drain_into_append_file)
 {
 	struct logstore	ls;
 	char		got[32];
@@ -516,13 +522,20 @@ START_TEST(maxbytes_bound)
 	close(p[0]);
 	close(p[1]);
 	logstore_close(&ls);
+
+	/* Reopened, the punched prefix (whole 64 KiB steps) is the start. */
+	ck_assert_int_eq(logstore_open(&ls, tdir, 2, names2), 0);
+	if (punch)
+		ck_assert_uint_eq(ls.start[LS_STDOUT], start & ~65535ULL);
+	ck_assert_uint_le(ls.start[LS_STDOUT], start);
+	logstore_close(&ls);
 }
 END_TEST
 
 /*
  * A disk that refuses every write: the pipe must still be emptied, the
  * call must succeed, and the bytes must be counted.  An fd opened
- * read-only stands in for the full disk (pwrite and splice get EBADF).
+ * read-only stands in for the full disk (pwrite gets EBADF).
  */
 START_TEST(storage_error_drops)
 {
@@ -686,12 +699,13 @@ START_TEST(open_recovers)
 	ck_assert_uint_eq(ro.end[LS_STDOUT], 40000);
 	ck_assert_uint_eq(ro.end[LS_STDERR], 3);
 	ck_assert_uint_eq(ro.start[LS_STDERR], 0);
-	/* The punched prefix ends at start rounded down to a page. */
-	if (punch)
-		ck_assert_uint_eq(ro.start[LS_STDOUT],
-		    (40000 - max) & ~4095ULL);
-	else
-		ck_assert_uint_eq(ro.start[LS_STDOUT], 0);
+	/*
+	 * The punched prefix ends at start rounded down to a 64 KiB step:
+	 * nothing is punched yet here, so the recovered start is 0 (what
+	 * lies between it and the true start is still real output).
+	 */
+	(void)punch;
+	ck_assert_uint_eq(ro.start[LS_STDOUT], 0);
 	ck_assert_uint_le(ro.start[LS_STDOUT], 40000 - max);
 	ck_assert_int_eq(logstore_rec(&ro, 3, &r), 0);
 	ck_assert_uint_eq(r.offset, 10000);
@@ -791,8 +805,8 @@ logstore_suite(void)
 	tcase_add_test(tc, drain_pipe);
 	tcase_add_test(tc, drain_data_then_eof);
 	tcase_add_test(tc, interleaved_order);
-	tcase_add_test(tc, drain_socket_falls_back);
-	tcase_add_test(tc, drain_unspliceable_file_falls_back);
+	tcase_add_test(tc, drain_from_socket);
+	tcase_add_test(tc, drain_into_append_file);
 	tcase_add_test(tc, append_splits_chunks);
 	tcase_add_test(tc, pread_bounds);
 	suite_add_tcase(s, tc);
