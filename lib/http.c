@@ -518,7 +518,6 @@ http_req_reset(struct http_req *r)
 	r->bad_version = false;
 	r->head_done = false;
 	r->keepalive = false;
-	r->chunked = false;
 }
 
 /*
@@ -677,7 +676,6 @@ on_headers_complete(http_parser *p)
 	r->method = http_method_str(p->method);
 	c->req_head = p->method == HTTP_HEAD;
 	r->keepalive = http_should_keep_alive(p);
-	r->chunked = (p->flags & F_CHUNKED) != 0;
 
 	path = r->url.data;
 	if ((q = strchr(path, '?')) != NULL) {
@@ -812,7 +810,6 @@ http_dispatch(struct http_conn *c)
 	struct http_req	*r = &c->req;
 
 	c->state = HC_BUSY;
-	c->dispatched = true;
 	if (!r->keepalive)
 		c->close_after = true;
 	if (r->route == NULL) {

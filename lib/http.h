@@ -59,7 +59,6 @@ struct http_req {
 	bool			 too_large;
 	bool			 bad_version;
 	bool			 head_done;	/* later headers are trailers */
-	bool			 chunked;
 };
 
 struct http_server {
@@ -94,7 +93,6 @@ struct http_conn {
 		HC_STREAM,	/* a streamed response is being written */
 		HC_CLOSING	/* write what is left, then close */
 	}			 state;
-	bool			 dispatched;	/* current request handled */
 	bool			 close_after;	/* no keep-alive */
 	bool			 chunked_out;	/* stream uses chunked framing */
 	bool			 read_paused;

@@ -1083,7 +1083,6 @@ proc_stdin_close(struct proc *p)
 		close(p->in);
 		p->in = -1;
 	}
-	p->stdin_closed = true;
 	buf_free(&p->inbuf);
 	proc_stdin_release(p);
 }

@@ -67,7 +67,6 @@ struct proc {
 	ev_io		 outio[LS_NSTREAMS];
 	int		 in;		/* stdin pipe, -1 when none or closed */
 	bool		 stdin_pipe;	/* launched with stdin:"pipe" */
-	bool		 stdin_closed;
 	bool		 in_close;	/* close once inbuf is written */
 	struct buf	 inbuf;
 	ev_io		 inio;
