@@ -33,6 +33,7 @@
 #include <cjson/cJSON.h>
 
 #include "buf.h"
+#include "fsutil.h"
 #include "codec.h"
 #include "hclient.h"
 #include "tunables.h"
@@ -218,7 +219,6 @@ static int	cli_ev_truncated(struct cli_sse *, cJSON *);
 static int	cli_ev_terminal(struct cli_sse *, cJSON *);
 static void	cli_sse_free(struct cli_sse *);
 
-static int	cli_write(int, const void *, size_t);
 static int	cli_write_b64(int, const char *);
 static void	cli_print_json(const char *, size_t);
 static void	cli_duration(char *, size_t, int64_t);
@@ -1214,25 +1214,6 @@ cli_sse_free(struct cli_sse *s)
  * Output and formatting.
  */
 
-/* All of d to fd, unbuffered, so that a streamed line shows at once. */
-static int
-cli_write(int fd, const void *d, size_t n)
-{
-	const char	*p = d;
-	ssize_t		 w;
-
-	while (n > 0) {
-		if ((w = write(fd, p, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= w;
-	}
-	return 0;
-}
-
 static int
 cli_write_b64(int fd, const char *s)
 {
@@ -1243,7 +1224,7 @@ cli_write_b64(int fd, const char *s)
 		cli_warnx("bad reply from the agent: output that is not "
 		    "base64");
 		rv = -1;
-	} else if (cli_write(fd, buf_head(&b), buf_avail(&b)) == -1) {
+	} else if (fsutil_write_all(fd, buf_head(&b), buf_avail(&b)) == -1) {
 		cli_warnx("writing the output: %s", strerror(errno));
 		rv = -1;
 	}

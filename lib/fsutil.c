@@ -14,9 +14,7 @@
 
 #include "fsutil.h"
 
-static int	fsutil_write_all(int, const void *, size_t);
-
-static int
+int
 fsutil_write_all(int fd, const void *d, size_t n)
 {
 	const char	*p = d;

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* All of d to fd (EINTR retried).  0, or -1 and errno. */
+int	fsutil_write_all(int fd, const void *, size_t);
 /* Replace name in dirfd atomically: name.tmp, (fsync), rename. */
 int	fsutil_write_atomic(int dirfd, const char *name, const void *, size_t,
 	    bool sync);
