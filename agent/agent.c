@@ -40,6 +40,7 @@ static struct {
 	int		 keep_exited;
 	int		 max_procs;
 	int		 max_conns;
+	double		 stuck;
 	uint64_t	 max_log;
 	char		**wrapped;
 	int		 verbose;
@@ -88,6 +89,7 @@ agent_usage(FILE *f)
 "      --keep-exited N     ended records kept per boot (1000)\n"
 "      --max-procs N       live processes at most (4096)\n"
 "      --max-conns N       client connections at most (512)\n"
+"      --stuck-timeout S   drop a client whose reply has not moved for S s (60)\n"
 "      --max-log-bytes N   default bytes kept per output stream (64 MiB)\n"
 "  -v, --verbose           debug log lines\n"
 "  -h, --help              this text\n");
@@ -119,6 +121,7 @@ agent_options(int argc, char **argv)
 		{ "keep-exited",   required_argument, NULL, 'E' },
 		{ "max-procs",	   required_argument, NULL, 'P' },
 		{ "max-conns",	   required_argument, NULL, 'C' },
+		{ "stuck-timeout", required_argument, NULL, 'T' },
 		{ "max-log-bytes", required_argument, NULL, 'L' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
@@ -136,6 +139,7 @@ agent_options(int argc, char **argv)
 	opt.keep_exited = PROC_KEEP_EXITED;
 	opt.max_procs = PROC_MAX_LIVE;
 	opt.max_conns = HTTP_MAX_CONNS;
+	opt.stuck = HTTP_STUCK_TIMEOUT;
 	opt.max_log = LOG_MAX_BYTES;
 
 	/* "+": stop at the first non-option, the wrapped command. */
@@ -167,6 +171,14 @@ agent_options(int argc, char **argv)
 		case 'P':
 			opt.max_procs = agent_number("--max-procs", optarg, 1,
 			    1000000);
+			break;
+		case 'T':
+			opt.stuck = strtod(optarg, &end);
+			if (*end != '\0' || end == optarg || !(opt.stuck > 0)) {
+				fprintf(stderr, "tend agent: --stuck-timeout: "
+				    "invalid value '%s'\n", optarg);
+				exit(2);
+			}
 			break;
 		case 'C':
 			opt.max_conns = agent_number("--max-conns", optarg, 1,
@@ -247,6 +259,7 @@ agent_main(int argc, char **argv)
 			    "answers on this socket\"", opt.socket);
 		fatal("event=listen_failed socket=%s", opt.socket);
 	}
+	api.srv.stuck_timeout = opt.stuck;
 
 	if (opt.wrapped != NULL)
 		main_pid = agent_spawn_main(opt.wrapped);

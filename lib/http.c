@@ -148,6 +148,7 @@ http_listen(struct http_server *srv, struct ev_loop *loop, const char *path,
 	srv->routes = routes;
 	srv->ctx = ctx;
 	srv->maxconns = maxconns;
+	srv->stuck_timeout = HTTP_STUCK_TIMEOUT;
 	ev_io_init(&srv->io, http_accept_cb, fd, EV_READ);
 	ev_io_start(loop, &srv->io);
 	ev_timer_init(&srv->backoff, http_backoff_cb, 0.1, 0.);
@@ -234,6 +235,7 @@ static void
 http_conn_new(struct http_server *srv, int fd)
 {
 	struct http_conn	*c;
+	ev_tstamp		 tick;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL) {
 		close(fd);
@@ -247,7 +249,9 @@ http_conn_new(struct http_server *srv, int fd)
 	c->parser.data = c;
 	ev_io_init(&c->rio, http_read_cb, fd, EV_READ);
 	ev_io_init(&c->wio, http_write_cb, fd, EV_WRITE);
-	ev_timer_init(&c->timer, http_timer_cb, HTTP_TICK, HTTP_TICK);
+	tick = srv->stuck_timeout / 2 < HTTP_TICK ? srv->stuck_timeout / 2 :
+	    HTTP_TICK;
+	ev_timer_init(&c->timer, http_timer_cb, tick, tick);
 	ev_idle_init(&c->closer, http_closer_cb);
 	ev_idle_init(&c->resume, http_resume_cb);
 	ev_io_start(srv->loop, &c->rio);
@@ -437,7 +441,7 @@ http_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_tstamp		 idle = ev_now(loop) - c->last_io;
 
 	(void)revents;
-	if (buf_avail(&c->out) > 0 && idle > HTTP_STUCK_TIMEOUT) {
+	if (buf_avail(&c->out) > 0 && idle > c->srv->stuck_timeout) {
 		log_info("event=conn_dropped reason=stuck pending=%zu",
 		    buf_avail(&c->out));
 		http_conn_abort(c);

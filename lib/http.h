@@ -68,6 +68,7 @@ struct http_server {
 	int			 fd;
 	int			 nconns;
 	int			 maxconns;
+	double			 stuck_timeout;	/* s: drop a reader after it */
 	const struct http_route	*routes;
 	void			*ctx;		/* for handlers */
 	struct http_conn	*conns;		/* list of open connections */

@@ -1159,3 +1159,23 @@ class TestBoundAndMetrics(LogCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestStuckReader(LogCase):
+
+    def test_reader_stuck_past_the_timeout_is_dropped(self):
+        # A follower whose socket stays full is paused, then dropped after
+        # --stuck-timeout; the process it watched is untouched.
+        a = self.agent(extra=("--stuck-timeout", "1"))
+        a.launch_ok(["sh", "-c", "head -c 8000000 /dev/urandom; sleep 3; echo done"], id="chatty")
+        s = LiveStream(a, "/v1/processes/chatty/stdout?follow=1", accept=None, rcvbuf=4096)
+        self.addCleanup(s.sock.close)
+        self.assertEqual(s.status, 200)
+        self.assertEqual(self.metrics(a)["tend_followers"], 1)
+        # Never read: the agent's output stops moving and the reader goes.
+        gone = poll(lambda: self.metrics(a)["tend_followers"] == 0, 10)
+        self.assertTrue(gone, self.metrics(a))
+        self.assertIn("reason=stuck", a.log_text())
+        st = a.wait_ended("chatty", timeout_ms=20000)
+        self.assertEqual(st["exit"]["code"], 0, st)
+        self.assertEqual(st["stdoutBytes"], 8000005, st)
