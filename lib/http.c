@@ -31,6 +31,7 @@
 
 #define HTTP_READ_CHUNK		(64 * 1024)
 #define HTTP_TICK		5.0
+#define HTTP_KEEP_BUF		(256 * 1024)	/* drained buffers above are freed */
 
 static void	http_accept_cb(struct ev_loop *, ev_io *, int);
 static void	http_backoff_cb(struct ev_loop *, ev_timer *, int);
@@ -431,6 +432,9 @@ http_conn_flush(struct http_conn *c)
 		http_conn_abort(c);
 		return -1;
 	}
+	/* A big reply (an exec's output) leaves no big buffer behind. */
+	if (c->out.cap > HTTP_KEEP_BUF)
+		buf_free(&c->out);
 	return 0;
 }
 
