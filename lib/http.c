@@ -513,6 +513,8 @@ http_req_reset(struct http_req *r)
 {
 	buf_reset(&r->url);
 	buf_reset(&r->hdrs);
+	if (r->body.cap > HTTP_KEEP_BUF)
+		buf_free(&r->body);	/* a 1 MiB body is not kept */
 	buf_reset(&r->body);
 	r->method = NULL;
 	r->path = r->query = NULL;
