@@ -775,7 +775,8 @@ proc_drain(struct proc *p, int s, int rounds)
 	struct proctab	*t = p->tab;
 	uint64_t	 nrec = p->ls.nrec, end = p->ls.end[s];
 	uint64_t	 dropped = p->ls.dropped;
-	ssize_t		 n = -1;
+	ssize_t		 n;
+	bool		 done;
 
 	if (p->out[s] == -1)
 		return;		/* at EOF already: told once */
@@ -794,15 +795,18 @@ proc_drain(struct proc *p, int s, int rounds)
 	(void)logstore_flush(&p->ls);
 	t->stored += p->ls.end[s] - end;
 	t->dropped += p->ls.dropped - dropped;
+	done = p->out[s] == -1 && proc_output_done(p);
+	/*
+	 * The last status first: a watcher told of the output may end and
+	 * let the record give back its files (proc_release_fds).
+	 */
+	if (done && p->state != PROC_RUNNING)
+		proc_write_status(p, true);
 	if (p->ls.nrec != nrec)
 		proc_notify(p, PROC_EV_OUTPUT);
-	if (n == 0 || (n == -1 && p->out[s] == -1)) {
-		if (proc_output_done(p)) {
-			if (p->state != PROC_RUNNING)
-				proc_write_status(p, true);
-			proc_notify(p, PROC_EV_EOF);
-			(void)proc_release_fds(p);
-		}
+	if (done) {
+		proc_notify(p, PROC_EV_EOF);
+		(void)proc_release_fds(p);
 	}
 }
 

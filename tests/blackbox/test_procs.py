@@ -877,3 +877,18 @@ class TestEdges(ProcCase):
         first, _, rest = out.partition(b"\r\n\r\n")
         self.assertTrue(first.startswith(b"HTTP/1.1 405"), out[:200])
         self.assertTrue(rest.startswith(b"HTTP/1.1 200"), out[:400])
+
+    def test_final_status_counts_output_after_settle(self):
+        # A descendant outside the group (setsid) writes after the group
+        # settled; a follower is there when the output ends.  status.json
+        # must still get the final byte counts.
+        a = self.agent()
+        st = a.launch_ok(["sh", "-c", "setsid sh -c 'sleep 0.5; echo late' & echo early"], id="esc")
+        events = a.sse("/v1/processes/esc/logs?follow=1", timeout=scaled(10),
+                       until=lambda e: (e.get("json") or {}).get("type") == "terminal")
+        self.assertEqual((events.events[-1].get("json") or {}).get("type"), "terminal", events.events)
+        path = os.path.join(a.proc_dir(st["bootId"], "esc"), "status.json")
+        on_disk = poll(lambda: json.loads(read_file(path)).get("stdoutBytes") == 11 and json.loads(read_file(path)), 3)
+        self.assertTrue(on_disk, read_file(path))
+        self.assertEqual(on_disk["state"], "exited")
+        self.assertNotIn("status_write_failed", a.log_text())
