@@ -5,7 +5,7 @@
  * a message is complete the parser is paused, so pipelined requests wait
  * in the input buffer until the current response is complete.  Output is
  * queued in a per-connection buffer and written when the socket is
- * writable.  Connections are freed from an idle watcher, never from inside
+ * writable.  Connections are freed from a prepare watcher, never from inside
  * a callback that may still hold a pointer to them.
  */
 #include <sys/socket.h>
@@ -39,8 +39,8 @@ static void	http_refuse(int);
 static void	http_read_cb(struct ev_loop *, ev_io *, int);
 static void	http_write_cb(struct ev_loop *, ev_io *, int);
 static void	http_timer_cb(struct ev_loop *, ev_timer *, int);
-static void	http_closer_cb(struct ev_loop *, ev_idle *, int);
-static void	http_resume_cb(struct ev_loop *, ev_idle *, int);
+static void	http_closer_cb(struct ev_loop *, ev_prepare *, int);
+static void	http_resume_cb(struct ev_loop *, ev_prepare *, int);
 static void	http_conn_new(struct http_server *, int);
 static void	http_conn_close(struct http_conn *);
 static void	http_conn_watch(struct http_conn *);
@@ -253,8 +253,8 @@ http_conn_new(struct http_server *srv, int fd)
 	tick = srv->stuck_timeout / 2 < HTTP_TICK ? srv->stuck_timeout / 2 :
 	    HTTP_TICK;
 	ev_timer_init(&c->timer, http_timer_cb, tick, tick);
-	ev_idle_init(&c->closer, http_closer_cb);
-	ev_idle_init(&c->resume, http_resume_cb);
+	ev_prepare_init(&c->closer, http_closer_cb);
+	ev_prepare_init(&c->resume, http_resume_cb);
 	ev_io_start(srv->loop, &c->rio);
 	ev_timer_start(srv->loop, &c->timer);
 	c->next = srv->conns;
@@ -281,8 +281,11 @@ http_conn_watch(struct http_conn *c)
 }
 
 /*
- * Mark the connection dead and free it from an idle watcher: the caller
- * (a handler, a follower) may still be on the stack with a pointer to it.
+ * Mark the connection dead and free it later, from a prepare watcher: the
+ * caller (a handler, a follower) may still be on the stack with a pointer
+ * to it.  A prepare watcher runs before the loop next waits, even while
+ * events keep coming; an idle one would starve behind a process that
+ * writes nonstop.
  */
 void
 http_conn_abort(struct http_conn *c)
@@ -295,17 +298,17 @@ http_conn_abort(struct http_conn *c)
 	ev_io_stop(loop, &c->rio);
 	ev_io_stop(loop, &c->wio);
 	ev_timer_stop(loop, &c->timer);
-	ev_idle_stop(loop, &c->resume);
-	ev_idle_start(loop, &c->closer);
+	ev_prepare_stop(loop, &c->resume);
+	ev_prepare_start(loop, &c->closer);
 }
 
 static void
-http_closer_cb(struct ev_loop *loop, ev_idle *w, int revents)
+http_closer_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct http_conn	*c = container_of(w, struct http_conn, closer);
 
 	(void)revents;
-	ev_idle_stop(loop, w);
+	ev_prepare_stop(loop, w);
 	http_conn_close(c);
 }
 
@@ -1020,17 +1023,17 @@ http_finish(struct http_conn *c)
 	 * changes.
 	 */
 	if (!c->processing)
-		ev_idle_start(c->srv->loop, &c->resume);
+		ev_prepare_start(c->srv->loop, &c->resume);
 	http_conn_watch(c);
 }
 
 static void
-http_resume_cb(struct ev_loop *loop, ev_idle *w, int revents)
+http_resume_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	struct http_conn	*c = container_of(w, struct http_conn, resume);
 
 	(void)revents;
-	ev_idle_stop(loop, w);
+	ev_prepare_stop(loop, w);
 	if (c->dead || c->state != HC_READ)
 		return;
 	http_conn_process(c);

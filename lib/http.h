@@ -78,8 +78,8 @@ struct http_conn {
 	ev_io			 rio;
 	ev_io			 wio;
 	ev_timer		 timer;
-	ev_idle			 closer;
-	ev_idle			 resume;	/* pipelined input, later */
+	ev_prepare		 closer;	/* frees the connection, later */
+	ev_prepare		 resume;	/* pipelined input, later */
 	struct http_server	*srv;
 	struct http_conn	*next, *prev;
 	int			 fd;

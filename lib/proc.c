@@ -64,7 +64,7 @@ static void	proc_write_status(struct proc *, bool);
 static int	proc_write_meta(struct proc *, const struct proc_opts *);
 static void	proc_free(struct proc *);
 static void	proc_trim_exited(struct proctab *);
-static void	proc_trim_cb(struct ev_loop *, ev_idle *, int);
+static void	proc_trim_cb(struct ev_loop *, ev_prepare *, int);
 static void	proc_sync_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_first_status_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_sweep_cb(struct ev_loop *, ev_timer *, int);
@@ -94,7 +94,7 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 	t->maxlive = PROC_MAX_LIVE;
 	t->keep_exited = PROC_KEEP_EXITED;
 	t->maxlog = LOG_MAX_BYTES;
-	ev_idle_init(&t->trim, proc_trim_cb);
+	ev_prepare_init(&t->trim, proc_trim_cb);
 	ev_timer_init(&t->sync, proc_sync_cb, PROC_SYNC_DELAY, 0.);
 	ev_timer_init(&t->sweep, proc_sweep_cb, PROC_SWEEP, PROC_SWEEP);
 	ev_timer_start(loop, &t->sweep);
@@ -148,7 +148,7 @@ proctab_free(struct proctab *t)
 		next = p->next;
 		proc_free(p);
 	}
-	ev_idle_stop(t->loop, &t->trim);
+	ev_prepare_stop(t->loop, &t->trim);
 	ev_ref(t->loop);
 	ev_timer_stop(t->loop, &t->sweep);
 	ev_timer_stop(t->loop, &t->sync);
@@ -930,14 +930,14 @@ proc_settle(struct proc *p)
 	 * walking the table.
 	 */
 	if (t->nexited > t->keep_exited)
-		ev_idle_start(t->loop, &t->trim);
+		ev_prepare_start(t->loop, &t->trim);
 }
 
 static void
-proc_trim_cb(struct ev_loop *loop, ev_idle *w, int revents)
+proc_trim_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 {
 	(void)revents;
-	ev_idle_stop(loop, w);
+	ev_prepare_stop(loop, w);
 	proc_trim_exited(container_of(w, struct proctab, trim));
 }
 

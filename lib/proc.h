@@ -106,7 +106,7 @@ struct proctab {
 	int		 nexited;
 	int		 maxlive;
 	int		 keep_exited;
-	ev_idle		 trim;		/* removes ended records past keep */
+	ev_prepare		 trim;		/* removes ended records past keep */
 	ev_timer	 sync;		/* syncfs after final statuses */
 	pid_t		 sync_pid;	/* the child doing it */
 	ev_timer	 sweep;		/* closes files of ended records */

@@ -614,3 +614,19 @@ class TestSocket(AgentCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestBusyOutput(AgentCase):
+
+    def test_connections_are_freed_while_processes_write_nonstop(self):
+        # Processes that never stop writing keep the loop busy; closed
+        # connections must still be freed (they once waited for an idle
+        # loop, and the agent ran out of connection slots).
+        a = self.agent(extra=("--max-conns", "16"))
+        for i in range(3):
+            r = a.post("/v1/processes", {"argv": ["yes"], "id": "yes%d" % i, "maxLogBytes": 1048576})
+            self.assertEqual(r.status, 200, r)
+        statuses = [a.get("/v1/health").status for _ in range(120)]
+        self.assertEqual(statuses.count(200), len(statuses), statuses)
+        for i in range(3):
+            self.assertEqual(a.delete("/v1/processes/yes%d?force=1" % i).status, 204)
