@@ -640,8 +640,17 @@ api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
 		r->body_error = 409;
 		return;
 	}
-	if (buf_avail(&p->inbuf) > PROC_STDIN_HIGH)
+	if (buf_avail(&p->inbuf) > PROC_STDIN_HIGH) {
+		/*
+		 * One writer at a time is held; a second one that would
+		 * grow the queue further is refused, not buffered.
+		 */
+		if (p->in_writer != NULL && p->in_writer != c) {
+			r->body_error = 409;
+			return;
+		}
 		proc_stdin_hold(p, c);
+	}
 }
 
 static void
@@ -657,6 +666,11 @@ api_stdin(struct http_conn *c, struct http_req *r)
 	close_after = http_query_bool(r, "close", 0);
 	if (close_after == -1) {
 		api_invalid(c, "close", "must be 1, true, 0 or false");
+		return;
+	}
+	if (r->body_error == 409 && p->in != -1 && p->in_writer != NULL) {
+		http_reply_error(c, 409, "conflict", "stdin of '%s' is busy with "
+		    "another request; part of this body was not written", p->id);
 		return;
 	}
 	if (r->body_error != 0 || !p->stdin_pipe || p->in == -1) {

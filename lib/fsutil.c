@@ -152,7 +152,7 @@ fsutil_read(int dirfd, const char *name, size_t max, size_t *lenp)
 	size_t	 len = 0;
 	int	 fd, saved;
 
-	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC)) == -1)
+	if ((fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return NULL;
 	if ((s = malloc(max + 1)) == NULL) {
 		close(fd);

@@ -18,7 +18,10 @@ int	fsutil_write_new(int dirfd, const char *name, const void *, size_t);
 int	fsutil_rmtree(int dirfd, const char *name);
 /* mkdir -p of a relative path under dirfd, mode 0700. */
 int	fsutil_mkdirs(int dirfd, const char *path);
-/* Read a whole small file (<= max bytes) into a NUL-terminated malloc'd string. */
+/*
+ * Read a whole small file (<= max bytes, not through a symlink) into a
+ * NUL-terminated malloc'd string.
+ */
 char	*fsutil_read(int dirfd, const char *name, size_t max, size_t *len);
 
 #endif

@@ -688,6 +688,7 @@ on_headers_complete(http_parser *p)
 	}
 	r->method = http_method_str(p->method);
 	c->req_head = p->method == HTTP_HEAD;
+	c->req_http10 = p->http_minor == 0;
 	r->keepalive = http_should_keep_alive(p);
 
 	path = r->url.data;
@@ -1120,6 +1121,9 @@ http_stream_begin(struct http_conn *c, int status, const char *ctype,
 {
 	if (c->dead || c->state != HC_BUSY)
 		return -1;
+	/* HTTP/1.0 has no chunked coding: the end is the close. */
+	if (c->req_http10)
+		framing = HTTP_FRAME_CLOSE;
 	if (framing == HTTP_FRAME_CLOSE)
 		c->close_after = true;
 	c->chunked_out = framing == HTTP_FRAME_CHUNKED;

@@ -99,6 +99,7 @@ struct http_conn {
 	bool			 read_paused;
 	bool			 peer_eof;	/* the client sends no more */
 	bool			 req_head;	/* current request is HEAD */
+	bool			 req_http10;	/* current request is HTTP/1.0 */
 	bool			 processing;	/* inside http_conn_process */
 	bool			 dead;
 	/*

@@ -54,6 +54,7 @@ static char	logs_chunk[LOG_CHUNK];
 
 static void	follower_pump(struct follower *);
 static void	follower_free(struct follower *);
+static int	logs_next_rec(struct logstore *, uint64_t *, struct ls_rec *);
 
 /* ------------------------------------------------------------------ */
 /* Opening what a request reads */
@@ -223,6 +224,24 @@ follower_terminal(struct follower *f)
 }
 
 /*
+ * The record after *seq.  One that cannot be read or makes no sense (a
+ * damaged index) is passed over, so a reader never stalls on it: *seq
+ * moves past it.  -1 when there is no further record.
+ */
+static int
+logs_next_rec(struct logstore *ls, uint64_t *seq, struct ls_rec *rec)
+{
+	while (*seq < ls->nrec) {
+		if (logstore_rec(ls, *seq + 1, rec) == 0)
+			return 0;
+		log_warn("event=index_record_skipped seq=%llu",
+		    (unsigned long long)(*seq + 1));
+		(*seq)++;
+	}
+	return -1;
+}
+
+/*
  * The retained part of a record, read into logs_chunk: its length (0 when
  * the disk bound released all of it); released bytes add to *skipped.
  */
@@ -262,7 +281,7 @@ follower_pump_sse(struct follower *f)
 	bool		 caught_up = false;
 
 	while (!f->done && http_conn_pending(f->c) < HTTP_OUT_HIGH) {
-		if (logstore_rec(ls, f->seq + 1, &rec) == -1) {
+		if (logs_next_rec(ls, &f->seq, &rec) == -1) {
 			caught_up = true;
 			break;
 		}
@@ -525,7 +544,10 @@ logs_json(struct http_conn *c, struct http_req *r, struct follower *f)
 		    "limitBytes: must be a positive integer");
 		return;
 	}
-	while (logstore_rec(f->ls, f->seq + 1, &rec) == 0) {
+	/* A reply is built in memory: larger asks get the cap. */
+	if (limit > LOGS_JSON_LIMIT_CAP)
+		limit = LOGS_JSON_LIMIT_CAP;
+	while (logs_next_rec(f->ls, &f->seq, &rec) == 0) {
 		if (total > 0 && total + rec.len > limit)
 			break;
 		f->seq = rec.seq;
@@ -533,7 +555,7 @@ logs_json(struct http_conn *c, struct http_req *r, struct follower *f)
 		buf_add(&data[rec.stream], logs_chunk, n);
 		total += n;
 	}
-	ended = follower_ended(f) && logstore_rec(f->ls, f->seq + 1, &rec) == -1;
+	ended = follower_ended(f) && f->seq >= f->ls->nrec;
 	cursor_format(cur, f->boot, f->key, f->seq);
 	j = cJSON_CreateObject();
 	for (s = 0; s < LS_NSTREAMS; s++) {
@@ -709,6 +731,8 @@ logs_exec(struct http_conn *c, struct http_req *r)
 			goto out;
 		}
 		max = (uint64_t)fi->valuedouble;
+		if (max > EXEC_MAX_OUTPUT_CAP)
+			max = EXEC_MAX_OUTPUT_CAP;	/* built in memory */
 	}
 	o.stdin_pipe = in.len > 0;
 	if ((p = proc_spawn(api_of(c)->tab, &o, &failed, &err)) == NULL) {

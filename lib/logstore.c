@@ -416,7 +416,9 @@ logstore_rec(struct logstore *ls, uint64_t seq, struct ls_rec *rec)
 	if (n == -1)
 		return -1;
 	if ((size_t)n != sizeof(*rec) || rec->seq != seq ||
-	    rec->stream >= (uint32_t)ls->nstreams) {
+	    rec->stream >= (uint32_t)ls->nstreams || rec->len == 0 ||
+	    rec->len > LOG_CHUNK || rec->offset > ls->end[rec->stream] ||
+	    rec->len > ls->end[rec->stream] - rec->offset) {
 		errno = EIO;
 		return -1;
 	}

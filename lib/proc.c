@@ -1208,6 +1208,10 @@ proc_sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		return;
 	}
 	if ((pid = fork()) == 0) {
+		/* No pipe or socket of the agent may live on in it. */
+		if (t->procsfd > 0)
+			(void)close_range(0, t->procsfd - 1, 0);
+		(void)close_range(t->procsfd + 1, ~0U, 0);
 		(void)syncfs(t->procsfd);
 		_exit(0);
 	}

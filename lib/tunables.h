@@ -28,7 +28,9 @@
 #define LOG_CHUNK		(64 * 1024)	/* most bytes one index record holds */
 
 #define EXEC_MAX_OUTPUT		(1024 * 1024)	/* per stream in the reply */
+#define EXEC_MAX_OUTPUT_CAP	(16 * 1024 * 1024)	/* largest one asked */
 #define LOGS_JSON_LIMIT		(1024 * 1024)
+#define LOGS_JSON_LIMIT_CAP	(16 * 1024 * 1024)	/* largest one asked */
 
 #define BOOT_KEEP		3
 #define AGENT_GRACE		8.0		/* s */

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -892,3 +893,36 @@ class TestEdges(ProcCase):
         self.assertTrue(on_disk, read_file(path))
         self.assertEqual(on_disk["state"], "exited")
         self.assertNotIn("status_write_failed", a.log_text())
+
+    def test_second_stdin_writer_is_refused_not_buffered(self):
+        # One writer fills the queue and is held; a second concurrent one
+        # must not grow the agent's memory without bound.
+        a = self.agent()
+        a.launch_ok(["sleep", "30"], id="si", stdin="pipe")
+        first = a.connect()
+        self.addCleanup(first.close)
+        n = 3 << 20
+        first.sendall(b"POST /v1/processes/si/stdin HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % n)
+        first.settimeout(scaled(5))
+        try:
+            first.sendall(b"a" * n)
+        except (socket.timeout, BlockingIOError):
+            pass    # held: the agent stopped reading, as it should
+        rss0 = a.rss_kib()
+        second = a.raw_response(b"POST /v1/processes/si/stdin HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (64 << 20)
+                                + b"b" * (64 << 20), timeout=scaled(20))
+        self.assertIsNotNone(second)
+        self.assertEqual(second.status, 409, second)
+        self.assertLess(a.rss_kib() - rss0, 16 * 1024, "agent grew by %d KiB" % (a.rss_kib() - rss0))
+        self.assertEqual(a.health()["status"], "ok")
+        a.post("/v1/processes/si/kill", {"signal": 9})
+
+    def test_http10_raw_stream_is_not_chunked(self):
+        a = self.agent()
+        a.launch_ok(["sh", "-c", "echo hello"], id="h10")
+        a.wait_ended("h10")
+        out, closed = a.raw(b"GET /v1/processes/h10/stdout HTTP/1.0\r\n\r\n")
+        head, _, body = out.partition(b"\r\n\r\n")
+        self.assertTrue(closed)
+        self.assertNotIn(b"chunked", head.lower(), head)
+        self.assertEqual(body, b"hello\n")

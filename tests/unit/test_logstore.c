@@ -791,6 +791,36 @@ START_TEST(lazy_creates_on_first_byte)
 }
 END_TEST
 
+/* A damaged record (a length past its chunk or its stream) is refused. */
+START_TEST(damaged_record_refused)
+{
+	struct logstore	ls, ro;
+	struct ls_rec	r;
+	uint32_t	bad;
+	int		fd;
+
+	ck_assert_int_eq(logstore_create(&ls, tdir, 2, names2, 0), 0);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "abc", 3), 0);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "def", 3), 0);
+	logstore_close(&ls);
+	fd = openat(tdir, "index", O_WRONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	bad = 250000;		/* > LOG_CHUNK: would overrun a reader's buffer */
+	ck_assert_int_eq(pwrite(fd, &bad, sizeof(bad), 16), (ssize_t)sizeof(bad));
+	bad = 4;		/* 3 + 4 > the 6 bytes stored */
+	ck_assert_int_eq(pwrite(fd, &bad, sizeof(bad), 32 + 16),
+	    (ssize_t)sizeof(bad));
+	close(fd);
+	ck_assert_int_eq(logstore_open(&ro, tdir, 2, names2), 0);
+	errno = 0;
+	ck_assert_int_eq(logstore_rec(&ro, 1, &r), -1);
+	ck_assert_int_eq(errno, EIO);
+	ck_assert_int_eq(logstore_rec(&ro, 2, &r), -1);
+	ck_assert_int_eq(errno, EIO);
+	logstore_close(&ro);
+}
+END_TEST
+
 Suite *
 logstore_suite(void)
 {
@@ -827,6 +857,7 @@ logstore_suite(void)
 	tcase_add_test(tc, open_recovers);
 	tcase_add_test(tc, open_empty_and_missing);
 	tcase_add_test(tc, lazy_creates_on_first_byte);
+	tcase_add_test(tc, damaged_record_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
