@@ -521,8 +521,10 @@ logs_since(struct http_conn *c, struct http_req *r, struct follower *f)
 		    "cursor of process '%s' in this boot", f->id);
 		return -1;
 	}
-	if (!replay && f->seq < f->ls->nrec)
+	if (!replay && f->seq < f->ls->nrec) {
+		logstore_seal(f->ls);	/* later bytes go to new records */
 		f->seq = f->ls->nrec;
+	}
 	return 0;
 }
 

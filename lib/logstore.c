@@ -27,6 +27,7 @@
 #define LS_PUNCH_MAX	(1024 * 1024ULL)
 #define LS_INDEX	"index"
 #define LS_READ_MAX	(4 * LOG_CHUNK)	/* bytes taken by one drain */
+#define LS_MERGE_MS	20		/* reads merged into one record */
 
 _Static_assert(sizeof(struct ls_rec) == 32, "index record is 32 bytes");
 _Static_assert(LOG_CHUNK <= UINT32_MAX, "a chunk length fits ls_rec.len");
@@ -231,10 +232,40 @@ logstore_write(int fd, const void *d, size_t n, uint64_t off)
  * no reader would ever see them: they are cut off again and counted as
  * dropped, so that the next chunk reuses both the offset and the seq.
  */
+/*
+ * Grow the last record by len bytes of stream s, if it is of s, ends
+ * where they begin, has room, was read less than LS_MERGE_MS ago (its
+ * timestamp stays true to within that), and no reader has been handed it.  A
+ * record already written is taken back into the pending batch (it is
+ * the batch's first: the next flush rewrites it in place).
+ */
+static bool
+logstore_merge(struct logstore *ls, int s, size_t len)
+{
+	struct ls_rec	*t = &ls->tail;
+
+	if (ls->nrec == 0 || ls->nrec <= ls->handed || t->seq != ls->nrec ||
+	    t->stream != (uint32_t)s || t->len + len > LOG_CHUNK ||
+	    t->offset + t->len != ls->end[s] ||
+	    codec_now_ms() - t->ts_ms > LS_MERGE_MS)
+		return false;
+	if (ls->npend == 0)
+		ls->pend[ls->npend++] = *t;
+	t->len += (uint32_t)len;
+	ls->pend[ls->npend - 1].len = t->len;
+	ls->end[s] += len;
+	logstore_trim(ls, s);
+	return true;
+}
+
 static void
 logstore_commit(struct logstore *ls, int s, size_t len)
 {
-	struct ls_rec	*rec = &ls->pend[ls->npend++];
+	struct ls_rec	*rec;
+
+	if (logstore_merge(ls, s, len))
+		return;
+	rec = &ls->pend[ls->npend++];
 
 	memset(rec, 0, sizeof(*rec));
 	rec->seq = ls->nrec + 1;
@@ -244,9 +275,16 @@ logstore_commit(struct logstore *ls, int s, size_t len)
 	rec->ts_ms = codec_now_ms();
 	ls->nrec = rec->seq;
 	ls->end[s] += len;
+	ls->tail = *rec;
 	logstore_trim(ls, s);
 	if (ls->npend == LS_PEND)
 		(void)logstore_flush(ls);
+}
+
+void
+logstore_seal(struct logstore *ls)
+{
+	ls->handed = ls->nrec;
 }
 
 /*
@@ -288,6 +326,7 @@ logstore_flush(struct logstore *ls)
 	}
 	ls->nrec = first - 1;
 	ls->npend = 0;
+	memset(&ls->tail, 0, sizeof(ls->tail));	/* nothing to grow */
 	errno = saved;
 	return -1;
 }
@@ -405,6 +444,8 @@ logstore_rec(struct logstore *ls, uint64_t seq, struct ls_rec *rec)
 		errno = ENOENT;
 		return -1;
 	}
+	if (seq > ls->handed)
+		ls->handed = seq;	/* final from now on */
 	if (seq > ls->nrec - (uint64_t)ls->npend) {
 		*rec = ls->pend[seq - (ls->nrec - ls->npend) - 1];
 		return 0;

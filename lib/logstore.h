@@ -44,6 +44,8 @@ struct logstore {
 	int		 dirfd;			/* lazy: borrowed, or -1 */
 	struct ls_rec	 pend[LS_PEND];		/* records not yet in index */
 	int		 npend;
+	struct ls_rec	 tail;			/* the last record */
+	uint64_t	 handed;		/* records up to here were read */
 	const char *const *names;		/* lazy: file names */
 };
 
@@ -72,7 +74,11 @@ int	logstore_open(struct logstore *, int dirfd, int nstreams,
 
 /*
  * Move what is readable now from the non-blocking pipe fd into stream s,
- * a few LOG_CHUNKs at most, as index records of at most LOG_CHUNK bytes.  Returns the number of
+ * a few LOG_CHUNKs at most, as index records of at most LOG_CHUNK bytes.
+ * Bytes that continue the last record of the same stream within 20 ms are
+ * added to it while no reader has been handed that record: a process
+ * writing a byte at a time costs at most 50 records a second, not one per
+ * write.  Returns the number of
  * bytes taken from the pipe (stored or dropped) > 0; 0 at EOF; -1 with
  * errno EAGAIN when nothing is readable, or another errno on a read error
  * of the pipe.  Storage errors never fail this call: the bytes are read,
@@ -87,11 +93,17 @@ ssize_t	logstore_drain(struct logstore *, int s, int pipefd);
  * dropped, as when a single record fails.  -1 then.
  */
 int	logstore_flush(struct logstore *);
+/* Make every record so far final (a reader starts after them). */
+void	logstore_seal(struct logstore *);
 
 /* Store bytes given in memory, as one or more records, flushed.  Same contract. */
 int	logstore_append(struct logstore *, int s, const void *, size_t);
 
-/* Read index record seq (1-based).  0, or -1 with ENOENT past the end. */
+/*
+ * Read index record seq (1-based).  0, or -1 with ENOENT past the end.
+ * A record handed out is final; until then the last record may grow
+ * (see logstore_drain).
+ */
 int	logstore_rec(struct logstore *, uint64_t seq, struct ls_rec *);
 
 /*

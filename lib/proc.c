@@ -802,7 +802,7 @@ proc_drain(struct proc *p, int s, int rounds)
 	 */
 	if (done && p->state != PROC_RUNNING)
 		proc_write_status(p, true);
-	if (p->ls.nrec != nrec)
+	if (p->ls.nrec != nrec || p->ls.end[s] != end)	/* new or grown */
 		proc_notify(p, PROC_EV_OUTPUT);
 	if (done) {
 		proc_notify(p, PROC_EV_EOF);

@@ -926,3 +926,18 @@ class TestEdges(ProcCase):
         self.assertTrue(closed)
         self.assertNotIn(b"chunked", head.lower(), head)
         self.assertEqual(body, b"hello\n")
+
+    def test_tiny_writes_do_not_grow_the_index_per_write(self):
+        # A byte at a time, nobody reading: records merge (20 ms each at
+        # most), so the index stays small while the data is bounded.
+        a = self.agent()
+        st = a.launch_ok(["sh", "-c", "while :; do printf x; done"], id="tiny", maxLogBytes=4096)
+        time.sleep(scaled(2))
+        a.post("/v1/processes/tiny/kill", {"signal": 9})
+        st = a.wait_ended("tiny")
+        index = os.path.join(a.proc_dir(st["bootId"], "tiny"), "index")
+        size = os.path.getsize(index)
+        self.assertGreater(st["stdoutBytes"], 10000, st)
+        # 50 records a second at most: 2 s is ~100 records (3.2 KB); one
+        # record per write would be tens of thousands.
+        self.assertLess(size, 64 * 1024, "index %d bytes for %d bytes of output" % (size, st["stdoutBytes"]))

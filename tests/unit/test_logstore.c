@@ -330,6 +330,7 @@ START_TEST(interleaved_order)
 		    (ssize_t)len);
 		ck_assert_int_eq(logstore_drain(&ls, seq[i].s,
 		    p[seq[i].s][0]), (ssize_t)len);
+		logstore_seal(&ls);	/* as a follower would: no merging */
 		strcat(seq[i].s == LS_STDOUT ? out : err, seq[i].text);
 	}
 	ck_assert_uint_eq(ls.nrec, 6);
@@ -377,6 +378,7 @@ START_TEST(drain_from_socket)
 	ck_assert_int_eq(errno, EAGAIN);
 	ck_assert_int_eq(write(sv[1], "terminal", 8), 8);
 	ck_assert_int_eq(logstore_drain(&ls, 0, sv[0]), 8);
+	logstore_seal(&ls);
 	ck_assert_int_eq(write(sv[1], " bytes", 6), 6);
 	ck_assert_int_eq(logstore_drain(&ls, 0, sv[0]), 6);
 	ck_assert_int_eq(logstore_rec(&ls, 2, &r), 0);
@@ -408,6 +410,7 @@ START_TEST(drain_into_append_file)
 	mkpipe(p);
 	ck_assert_int_eq(write(p[1], "abc", 3), 3);
 	ck_assert_int_eq(logstore_drain(&ls, LS_STDOUT, p[0]), 3);
+	logstore_seal(&ls);
 	ck_assert_int_eq(write(p[1], "defg", 4), 4);
 	ck_assert_int_eq(logstore_drain(&ls, LS_STDOUT, p[0]), 4);
 	ck_assert_uint_eq(ls.dropped, 0);
@@ -791,6 +794,67 @@ START_TEST(lazy_creates_on_first_byte)
 }
 END_TEST
 
+/*
+ * Small writes nobody has read yet grow the last record instead of adding
+ * one each; a record handed to a reader is final.
+ */
+START_TEST(small_writes_merge_until_read)
+{
+	struct logstore	ls, ro;
+	struct ls_rec	r;
+	static char	big[LOG_CHUNK];
+	uint64_t	n0, i, sum = 0;
+	int64_t		t0, ms;
+	int		p[2];
+
+	ck_assert_int_eq(logstore_create(&ls, tdir, 2, names2, 0), 0);
+	mkpipe(p);
+	t0 = codec_mono_ms();
+	for (i = 0; i < 1000; i++) {
+		ck_assert_int_eq(write(p[1], "x", 1), 1);
+		ck_assert_int_eq(logstore_drain(&ls, LS_STDOUT, p[0]), 1);
+		if (i == 500)
+			ck_assert_int_eq(logstore_flush(&ls), 0);
+	}
+	ms = codec_mono_ms() - t0;
+	/* One record per 20 ms of writing at most, not one per write. */
+	n0 = ls.nrec;
+	ck_assert_uint_le(n0, 2 + (uint64_t)ms / 20);
+	ck_assert_uint_lt(n0, 1000);
+	ck_assert_uint_eq(ls.end[LS_STDOUT], 1000);
+	/* Another stream is another record; back on stdout, a new one. */
+	ck_assert_int_eq(logstore_append(&ls, LS_STDERR, "e", 1), 0);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "y", 1), 0);
+	ck_assert_uint_eq(ls.nrec, n0 + 2);
+	/* Read: final.  The next byte starts a record of its own. */
+	ck_assert_int_eq(logstore_rec(&ls, n0 + 2, &r), 0);
+	ck_assert_uint_eq(r.len, 1);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "z", 1), 0);
+	ck_assert_uint_eq(ls.nrec, n0 + 3);
+	/* No record grows past LOG_CHUNK. */
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, big, sizeof(big)), 0);
+	ck_assert_uint_eq(ls.nrec, n0 + 4);
+	ck_assert_int_eq(logstore_rec(&ls, n0 + 3, &r), 0);
+	ck_assert_uint_eq(r.len, 1);
+	close(p[0]);
+	close(p[1]);
+	logstore_close(&ls);
+
+	/* On disk too: merged records were rewritten with their lengths. */
+	ck_assert_int_eq(logstore_open(&ro, tdir, 2, names2), 0);
+	ck_assert_uint_eq(ro.nrec, n0 + 4);
+	for (i = 1; i <= n0; i++) {
+		ck_assert_int_eq(logstore_rec(&ro, i, &r), 0);
+		ck_assert_uint_eq(r.offset, sum);
+		sum += r.len;
+	}
+	ck_assert_uint_eq(sum, 1000);
+	ck_assert_int_eq(logstore_rec(&ro, n0 + 2, &r), 0);
+	ck_assert_uint_eq(r.offset, 1000);
+	logstore_close(&ro);
+}
+END_TEST
+
 /* A damaged record (a length past its chunk or its stream) is refused. */
 START_TEST(damaged_record_refused)
 {
@@ -801,6 +865,7 @@ START_TEST(damaged_record_refused)
 
 	ck_assert_int_eq(logstore_create(&ls, tdir, 2, names2, 0), 0);
 	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "abc", 3), 0);
+	logstore_seal(&ls);
 	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "def", 3), 0);
 	logstore_close(&ls);
 	fd = openat(tdir, "index", O_WRONLY | O_CLOEXEC);
@@ -858,6 +923,7 @@ logstore_suite(void)
 	tcase_add_test(tc, open_empty_and_missing);
 	tcase_add_test(tc, lazy_creates_on_first_byte);
 	tcase_add_test(tc, damaged_record_refused);
+	tcase_add_test(tc, small_writes_merge_until_read);
 	suite_add_tcase(s, tc);
 	return s;
 }
