@@ -35,6 +35,8 @@
 
 static void	http_accept_cb(struct ev_loop *, ev_io *, int);
 static void	http_backoff_cb(struct ev_loop *, ev_timer *, int);
+static void	http_kick(struct http_server *);
+static void	http_kick_cb(struct ev_loop *, ev_idle *, int);
 static void	http_refuse(int);
 static void	http_read_cb(struct ev_loop *, ev_io *, int);
 static void	http_write_cb(struct ev_loop *, ev_io *, int);
@@ -153,6 +155,7 @@ http_listen(struct http_server *srv, struct ev_loop *loop, const char *path,
 	ev_io_init(&srv->io, http_accept_cb, fd, EV_READ);
 	ev_io_start(loop, &srv->io);
 	ev_timer_init(&srv->backoff, http_backoff_cb, 0.1, 0.);
+	ev_idle_init(&srv->kick, http_kick_cb);
 	return 0;
 }
 
@@ -161,6 +164,7 @@ http_stop_accepting(struct http_server *srv)
 {
 	ev_io_stop(srv->loop, &srv->io);
 	ev_timer_stop(srv->loop, &srv->backoff);
+	ev_idle_stop(srv->loop, &srv->kick);
 	if (srv->fd != -1)
 		close(srv->fd);
 	srv->fd = -1;
@@ -203,6 +207,26 @@ http_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		http_conn_new(srv, fd);
 	}
+}
+
+/*
+ * Deferred work runs from prepare watchers.  One started while the loop
+ * is already in its prepare phase would wait for the next event; an idle
+ * watcher keeps the loop from blocking until it has run (when events are
+ * pending it does not matter that the idle one waits).
+ */
+static void
+http_kick(struct http_server *srv)
+{
+	if (!ev_is_active(&srv->kick))
+		ev_idle_start(srv->loop, &srv->kick);
+}
+
+static void
+http_kick_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)revents;
+	ev_idle_stop(loop, w);
 }
 
 /* Over the connection limit: one 503 (best effort), then close. */
@@ -300,6 +324,7 @@ http_conn_abort(struct http_conn *c)
 	ev_timer_stop(loop, &c->timer);
 	ev_prepare_stop(loop, &c->resume);
 	ev_prepare_start(loop, &c->closer);
+	http_kick(c->srv);
 }
 
 static void
@@ -1023,8 +1048,10 @@ http_finish(struct http_conn *c)
 	 * caller's stack, which may be walking a list the next request
 	 * changes.
 	 */
-	if (!c->processing)
+	if (!c->processing) {
 		ev_prepare_start(c->srv->loop, &c->resume);
+		http_kick(c->srv);
+	}
 	http_conn_watch(c);
 }
 

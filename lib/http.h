@@ -64,6 +64,7 @@ struct http_req {
 struct http_server {
 	ev_io			 io;
 	ev_timer		 backoff;	/* after EMFILE on accept */
+	ev_idle			 kick;		/* no blocking before deferred work */
 	struct ev_loop		*loop;
 	int			 fd;
 	int			 nconns;
