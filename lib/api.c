@@ -23,6 +23,10 @@
 
 #define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
 
+/* body_error of a stdin request refused while another one is held */
+#define API_STDIN_BUSY		1	/* before any of its bytes */
+#define API_STDIN_BUSY_PART	2	/* after some were written */
+
 static void	api_health(struct http_conn *, struct http_req *);
 static void	api_launch(struct http_conn *, struct http_req *);
 static void	api_list(struct http_conn *, struct http_req *);
@@ -636,21 +640,22 @@ api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
 		r->body_error = 409;
 		return;
 	}
+	/*
+	 * While another request is held (the queue is full), this one is
+	 * refused before any of its bytes are queued: nothing of a refused
+	 * body reaches the process, and the queue does not grow.
+	 */
+	if (p->in_writer != NULL && p->in_writer != c) {
+		r->body_error = r->streamed == 0 ? API_STDIN_BUSY :
+		    API_STDIN_BUSY_PART;
+		return;
+	}
 	if (proc_stdin(p, d, n, false) == -1) {
 		r->body_error = 409;
 		return;
 	}
-	if (buf_avail(&p->inbuf) > PROC_STDIN_HIGH) {
-		/*
-		 * One writer at a time is held; a second one that would
-		 * grow the queue further is refused, not buffered.
-		 */
-		if (p->in_writer != NULL && p->in_writer != c) {
-			r->body_error = 409;
-			return;
-		}
+	if (buf_avail(&p->inbuf) > PROC_STDIN_HIGH)
 		proc_stdin_hold(p, c);
-	}
 }
 
 static void
@@ -668,9 +673,12 @@ api_stdin(struct http_conn *c, struct http_req *r)
 		api_invalid(c, "close", "must be 1, true, 0 or false");
 		return;
 	}
-	if (r->body_error == 409 && p->in != -1 && p->in_writer != NULL) {
+	if (r->body_error == API_STDIN_BUSY ||
+	    r->body_error == API_STDIN_BUSY_PART) {
 		http_reply_error(c, 409, "conflict", "stdin of '%s' is busy with "
-		    "another request; part of this body was not written", p->id);
+		    "another request; %s", p->id,
+		    r->body_error == API_STDIN_BUSY ? "nothing of this body was "
+		    "written" : "only the start of this body was written");
 		return;
 	}
 	if (r->body_error != 0 || !p->stdin_pipe || p->in == -1) {

@@ -553,6 +553,7 @@ http_req_reset(struct http_req *r)
 	r->head_bytes = 0;
 	r->too_large = false;
 	r->body_error = 0;
+	r->streamed = 0;
 	r->bad_version = false;
 	r->head_done = false;
 	r->keepalive = false;
@@ -767,6 +768,7 @@ on_body(http_parser *p, const char *at, size_t len)
 	if (r->route != NULL && r->route->body != NULL &&
 	    strcmp(r->route->method, r->method) == 0) {
 		r->route->body(c, r, at, len);
+		r->streamed += len;
 		return 0;
 	}
 	if (r->body.len + len > HTTP_MAX_BODY) {

@@ -49,6 +49,7 @@ struct http_req {
 	const struct http_route	*route;
 	bool			 keepalive;
 	int			 body_error;	/* set by a streaming body fn */
+	size_t			 streamed;	/* body bytes given to it so far */
 	/* private */
 	struct buf		 url;
 	struct buf		 hdrs;		/* name\0value\0 ... */

@@ -247,10 +247,13 @@ logstore_merge(struct logstore *ls, int s, size_t len)
 	if (ls->nrec == 0 || ls->nrec <= ls->handed || t->seq != ls->nrec ||
 	    t->stream != (uint32_t)s || t->len + len > LOG_CHUNK ||
 	    t->offset + t->len != ls->end[s] ||
-	    codec_now_ms() - t->ts_ms > LS_MERGE_MS)
+	    codec_now_ms() - t->ts_ms > LS_MERGE_MS ||
+	    codec_now_ms() < t->ts_ms)		/* the clock stepped back */
 		return false;
-	if (ls->npend == 0)
+	if (ls->npend == 0) {
 		ls->pend[ls->npend++] = *t;
+		ls->reopen_len = t->len;
+	}
 	t->len += (uint32_t)len;
 	ls->pend[ls->npend - 1].len = t->len;
 	ls->end[s] += len;
@@ -307,15 +310,30 @@ logstore_flush(struct logstore *ls)
 	if (logstore_write(ls->idxfd, ls->pend, len,
 	    (first - 1) * sizeof(struct ls_rec)) == len) {
 		ls->npend = 0;
+		ls->reopen_len = 0;
 		return 0;
+	}
+	/*
+	 * A written tail taken back to grow keeps what it had on disk: only
+	 * its growth is cut, and its record is written back as it was.
+	 */
+	if (ls->reopen_len > 0) {
+		ls->pend[0].len = ls->reopen_len;
+		(void)logstore_write(ls->idxfd, &ls->pend[0],
+		    sizeof(struct ls_rec), (first - 1) * sizeof(struct ls_rec));
+		first++;
 	}
 	(void)ftruncate(ls->idxfd, (off_t)((first - 1) * sizeof(struct ls_rec)));
 	for (s = 0; s < ls->nstreams; s++) {
 		cut = ls->end[s];
-		for (i = 0; i < ls->npend; i++)
-			if (ls->pend[i].stream == (uint32_t)s &&
-			    ls->pend[i].offset < cut)
-				cut = ls->pend[i].offset;
+		for (i = 0; i < ls->npend; i++) {
+			uint64_t o = ls->pend[i].offset;
+
+			if (i == 0 && ls->reopen_len > 0)
+				o += ls->reopen_len;	/* keep its old bytes */
+			if (ls->pend[i].stream == (uint32_t)s && o < cut)
+				cut = o;
+		}
 		if (cut == ls->end[s])
 			continue;
 		(void)ftruncate(ls->fd[s], (off_t)cut);
@@ -326,6 +344,7 @@ logstore_flush(struct logstore *ls)
 	}
 	ls->nrec = first - 1;
 	ls->npend = 0;
+	ls->reopen_len = 0;
 	memset(&ls->tail, 0, sizeof(ls->tail));	/* nothing to grow */
 	errno = saved;
 	return -1;

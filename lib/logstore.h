@@ -45,6 +45,8 @@ struct logstore {
 	struct ls_rec	 pend[LS_PEND];		/* records not yet in index */
 	int		 npend;
 	struct ls_rec	 tail;			/* the last record */
+	uint32_t	 reopen_len;		/* pend[0] is the written tail,
+						   this long on disk; or 0 */
 	uint64_t	 handed;		/* records up to here were read */
 	const char *const *names;		/* lazy: file names */
 };

@@ -1209,9 +1209,13 @@ proc_sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	if ((pid = fork()) == 0) {
 		/* No pipe or socket of the agent may live on in it. */
-		if (t->procsfd > 0)
-			(void)close_range(0, t->procsfd - 1, 0);
-		(void)close_range(t->procsfd + 1, ~0U, 0);
+		int	fd;
+
+		for (fd = 0; fd < t->procsfd; fd++)
+			(void)close(fd);
+		if (close_range(t->procsfd + 1, ~0U, 0) == -1)
+			for (fd = t->procsfd + 1; fd < 65536; fd++)
+				(void)close(fd);
 		(void)syncfs(t->procsfd);
 		_exit(0);
 	}

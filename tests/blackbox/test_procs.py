@@ -913,6 +913,7 @@ class TestEdges(ProcCase):
                                 + b"b" * (64 << 20), timeout=scaled(20))
         self.assertIsNotNone(second)
         self.assertEqual(second.status, 409, second)
+        self.assertIn("busy", second.json["error"], second.json)
         self.assertLess(a.rss_kib() - rss0, 16 * 1024, "agent grew by %d KiB" % (a.rss_kib() - rss0))
         self.assertEqual(a.health()["status"], "ok")
         a.post("/v1/processes/si/kill", {"signal": 9})

@@ -855,6 +855,38 @@ START_TEST(small_writes_merge_until_read)
 }
 END_TEST
 
+/*
+ * A written record taken back to grow, then an index that refuses the
+ * write: the record keeps what it had (on disk too); only the growth is
+ * dropped.
+ */
+START_TEST(merge_then_index_error_keeps_the_old_record)
+{
+	struct logstore	ls, ro;
+	struct ls_rec	r;
+	struct stat	st;
+
+	ck_assert_int_eq(logstore_create(&ls, tdir, 2, names2, 0), 0);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "abc", 3), 0);
+	ck_assert_int_eq(ls.npend, 0);			/* written */
+	replace_fd(&ls.idxfd, "index", O_RDONLY);	/* the index refuses */
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "def", 3), 0);
+	ck_assert_uint_eq(ls.nrec, 1);
+	ck_assert_uint_eq(ls.end[LS_STDOUT], 3);
+	ck_assert_uint_eq(ls.dropped, 3);
+	ck_assert_int_eq(logstore_rec(&ls, 1, &r), 0);
+	ck_assert_uint_eq(r.len, 3);
+	logstore_close(&ls);
+	ck_assert_int_eq(fstatat(tdir, "stdout", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, 3);
+	ck_assert_int_eq(logstore_open(&ro, tdir, 2, names2), 0);
+	ck_assert_uint_eq(ro.nrec, 1);
+	ck_assert_int_eq(logstore_rec(&ro, 1, &r), 0);
+	ck_assert_uint_eq(r.len, 3);
+	logstore_close(&ro);
+}
+END_TEST
+
 /* A damaged record (a length past its chunk or its stream) is refused. */
 START_TEST(damaged_record_refused)
 {
@@ -924,6 +956,7 @@ logstore_suite(void)
 	tcase_add_test(tc, lazy_creates_on_first_byte);
 	tcase_add_test(tc, damaged_record_refused);
 	tcase_add_test(tc, small_writes_merge_until_read);
+	tcase_add_test(tc, merge_then_index_error_keeps_the_old_record);
 	suite_add_tcase(s, tc);
 	return s;
 }
