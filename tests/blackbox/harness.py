@@ -25,6 +25,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import unittest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 TEND_BIN = os.environ.get("TEND_BIN") or os.path.join(REPO, "build", "tend")
@@ -628,3 +629,32 @@ def poll(fn, timeout=5.0, interval=0.02):
         if v or time.monotonic() > end:
             return v
         time.sleep(interval)
+
+
+class AgentTestCase(unittest.TestCase):
+    """Base of the agent tests: each agent is cleaned up, replies are
+    checked against the bridge's error shape."""
+
+    def setUp(self):
+        # Fail loudly, not through some exit status that happens to match.
+        self.assertTrue(os.access(TEND_BIN, os.X_OK), "TEND_BIN %s is not an executable" % TEND_BIN)
+
+    def agent(self, healthy=True, **kw):
+        a = Agent(**kw)
+        self.addCleanup(a.close)
+        if healthy:
+            a.wait_healthy()
+        return a
+
+    def assertError(self, r, status, code=None):
+        """The bridge's error shape: {"error": "<message>", "code": "<code>"}."""
+        self.assertEqual(r.status, status, r)
+        self.assertTrue(r.header("content-type", "").startswith("application/json"), r.headers)
+        j = r.json
+        self.assertIsInstance(j, dict, r)
+        self.assertIsInstance(j.get("error"), str, j)
+        self.assertTrue(j["error"], j)
+        self.assertIsInstance(j.get("code"), str, j)
+        if code is not None:
+            self.assertEqual(j["code"], code, j)
+        return j

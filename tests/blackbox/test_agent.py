@@ -16,35 +16,12 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (HEX32, SLOW, Agent, AgentError, ResponseReader, poll, process_table,  # noqa: E402
-                     read_file, request_bytes, scaled, zombies_under, TEND_BIN)
+from harness import (AgentTestCase, HEX32, SLOW, Agent, AgentError, ResponseReader, poll, process_table,  # noqa: E402
+                     read_file, request_bytes, scaled, zombies_under)
 
 
-class AgentCase(unittest.TestCase):
+class AgentCase(AgentTestCase):
     """Starts agents and always cleans them up."""
-
-    def setUp(self):
-        # Fail loudly, not through some exit status that happens to match.
-        self.assertTrue(os.access(TEND_BIN, os.X_OK), "TEND_BIN %s is not an executable" % TEND_BIN)
-
-    def agent(self, healthy=True, **kw):
-        a = Agent(**kw)
-        self.addCleanup(a.close)
-        if healthy:
-            a.wait_healthy()
-        return a
-
-    def assertError(self, r, status, code=None):
-        """The bridge's error shape: {"error": "<message>", "code": "<code>"}."""
-        self.assertEqual(r.status, status, r)
-        self.assertTrue(r.header("content-type", "").startswith("application/json"), r.headers)
-        j = r.json
-        self.assertIsInstance(j, dict, r)
-        self.assertIsInstance(j.get("error"), str, j)
-        self.assertTrue(j["error"], j)
-        self.assertIsInstance(j.get("code"), str, j)
-        if code is not None:
-            self.assertEqual(j["code"], code, j)
 
     def assertHealthy(self, a):
         r = a.get("/v1/health")

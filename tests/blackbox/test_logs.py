@@ -22,7 +22,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (RFC3339_MS, SLOW, Agent, ResponseReader, poll, read_file,  # noqa: E402
+from harness import (AgentTestCase, RFC3339_MS, SLOW, ResponseReader, poll, read_file,  # noqa: E402
                      request_bytes, scaled)
 
 MB = 1000 * 1000
@@ -164,13 +164,11 @@ class LiveStream:
             pass
 
 
-class LogCase(unittest.TestCase):
+class LogCase(AgentTestCase):
 
     def agent(self, **kw):
-        a = Agent(**kw)
-        self.addCleanup(a.close)
+        a = super().agent(**kw)
         self.addCleanup(self.assertAlive, a)    # runs before close
-        a.wait_healthy()
         return a
 
     def assertAlive(self, a, settle=0.1):
@@ -189,13 +187,6 @@ class LogCase(unittest.TestCase):
         self.addCleanup(s.close)
         return s
 
-    def assertError(self, r, status, code):
-        self.assertEqual(r.status, status, r)
-        j = r.json
-        self.assertIsInstance(j, dict, r)
-        self.assertIsInstance(j.get("error"), str, j)
-        self.assertEqual(j.get("code"), code, j)
-        return j
 
     def check_events(self, events, terminal=True):
         """Every event is well formed; cursors never go back; with terminal,

@@ -15,37 +15,14 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (HEX32, ID_RE, RFC3339_MS, SLOW, Agent, ResponseReader, UnixHTTPConnection,  # noqa: E402
-                     group_members, poll, read_file, request_bytes, scaled, TEND_BIN)
+from harness import (AgentTestCase, HEX32, ID_RE, RFC3339_MS, SLOW, ResponseReader, UnixHTTPConnection,  # noqa: E402
+                     group_members, poll, read_file, request_bytes, scaled)
 
 STATUS_FIELDS = ("id", "pid", "command", "cwd", "startedAt", "state", "bootId",
                  "stdoutBytes", "stderrBytes", "droppedBytes", "tags")
 
 
-class ProcCase(unittest.TestCase):
-
-    def setUp(self):
-        # Fail loudly, not through some exit status that happens to match.
-        self.assertTrue(os.access(TEND_BIN, os.X_OK), "TEND_BIN %s is not an executable" % TEND_BIN)
-
-    def agent(self, **kw):
-        a = Agent(**kw)
-        self.addCleanup(a.close)
-        a.wait_healthy()
-        return a
-
-    def assertError(self, r, status, code=None):
-        """The bridge's error shape: {"error": "<message>", "code": "<code>"}."""
-        self.assertEqual(r.status, status, r)
-        self.assertTrue(r.header("content-type", "").startswith("application/json"), r.headers)
-        j = r.json
-        self.assertIsInstance(j, dict, r)
-        self.assertIsInstance(j.get("error"), str, j)
-        self.assertTrue(j["error"], j)
-        self.assertIsInstance(j.get("code"), str, j)
-        if code is not None:
-            self.assertEqual(j["code"], code, j)
-        return j
+class ProcCase(AgentTestCase):
 
     def assertExit(self, st, code, sig=None, timed_out=False):
         self.assertEqual(st.get("state"), "exited", st)
