@@ -41,6 +41,7 @@ static struct {
 	int		 max_procs;
 	int		 max_conns;
 	double		 stuck;
+	double		 head;
 	uint64_t	 max_log;
 	char		**wrapped;
 	int		 verbose;
@@ -90,6 +91,7 @@ agent_usage(FILE *f)
 "      --max-procs N       live processes at most (4096)\n"
 "      --max-conns N       client connections at most (512)\n"
 "      --stuck-timeout S   drop a client whose reply has not moved for S s (60)\n"
+"      --head-timeout S    drop a client whose request head takes over S s (10)\n"
 "      --max-log-bytes N   default bytes kept per output stream (64 MiB)\n"
 "  -v, --verbose           debug log lines\n"
 "  -h, --help              this text\n");
@@ -122,6 +124,7 @@ agent_options(int argc, char **argv)
 		{ "max-procs",	   required_argument, NULL, 'P' },
 		{ "max-conns",	   required_argument, NULL, 'C' },
 		{ "stuck-timeout", required_argument, NULL, 'T' },
+		{ "head-timeout",  required_argument, NULL, 'H' },
 		{ "max-log-bytes", required_argument, NULL, 'L' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
@@ -140,6 +143,7 @@ agent_options(int argc, char **argv)
 	opt.max_procs = PROC_MAX_LIVE;
 	opt.max_conns = HTTP_MAX_CONNS;
 	opt.stuck = HTTP_STUCK_TIMEOUT;
+	opt.head = HTTP_HEAD_TIMEOUT;
 	opt.max_log = LOG_MAX_BYTES;
 
 	/* "+": stop at the first non-option, the wrapped command. */
@@ -176,6 +180,14 @@ agent_options(int argc, char **argv)
 			opt.stuck = strtod(optarg, &end);
 			if (*end != '\0' || end == optarg || !(opt.stuck > 0)) {
 				fprintf(stderr, "tend agent: --stuck-timeout: "
+				    "invalid value '%s'\n", optarg);
+				exit(2);
+			}
+			break;
+		case 'H':
+			opt.head = strtod(optarg, &end);
+			if (*end != '\0' || end == optarg || !(opt.head > 0)) {
+				fprintf(stderr, "tend agent: --head-timeout: "
 				    "invalid value '%s'\n", optarg);
 				exit(2);
 			}
@@ -260,6 +272,7 @@ agent_main(int argc, char **argv)
 		fatal("event=listen_failed socket=%s", opt.socket);
 	}
 	api.srv.stuck_timeout = opt.stuck;
+	api.srv.head_timeout = opt.head;
 
 	if (opt.wrapped != NULL)
 		main_pid = agent_spawn_main(opt.wrapped);

@@ -322,11 +322,13 @@ nomem:
 }
 
 /*
- * Does a JSON text hold "\u0000" inside a string?  cJSON would cut the
- * string there silently, and a NUL cannot reach argv, env or a path.
+ * Does a JSON text hold "\u0000", or a raw byte below 0x20, inside a
+ * string?  cJSON would cut the string at a NUL silently (a NUL cannot
+ * reach argv, env or a path), and it takes the raw control bytes that
+ * RFC 8259 forbids there.
  */
 static bool
-api_has_nul(const char *s, size_t n)
+api_has_ctl(const char *s, size_t n)
 {
 	bool	instr = false;
 	size_t	i;
@@ -336,11 +338,15 @@ api_has_nul(const char *s, size_t n)
 			instr = s[i] == '"';
 			continue;
 		}
+		if ((unsigned char)s[i] < 0x20)
+			return true;
 		if (s[i] == '"')
 			instr = false;
 		else if (s[i] == '\\') {
 			if (i + 5 < n && s[i + 1] == 'u' &&
 			    strncmp(s + i + 2, "0000", 4) == 0)
+				return true;
+			if (i + 1 < n && (unsigned char)s[i + 1] < 0x20)
 				return true;
 			i++;
 		}
@@ -359,9 +365,9 @@ api_parse_body(struct http_conn *c, struct http_req *r)
 		    "body is not valid UTF-8");
 		return NULL;
 	}
-	if (api_has_nul(r->body.data, r->body.len)) {
-		http_reply_error(c, 400, "invalid_request",
-		    "strings must not contain NUL (\\u0000)");
+	if (api_has_ctl(r->body.data, r->body.len)) {
+		http_reply_error(c, 400, "invalid_request", "strings must not "
+		    "contain NUL (\\u0000) or raw control characters");
 		return NULL;
 	}
 	j = cJSON_ParseWithLengthOpts(r->body.data, r->body.len, &end, 0);

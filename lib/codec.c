@@ -270,42 +270,83 @@ codec_errno_name(int err)
 	return "EUNKNOWN";
 }
 
+/*
+ * Length of the well-formed UTF-8 sequence at s (no overlongs, no
+ * surrogates, <= U+10FFFF), or 0 when it is not one.
+ */
+static size_t
+codec_utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t		 k, len;
+	uint32_t	 cp, min;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0) {
+		len = 2;
+		cp = s[0] & 0x1f;
+		min = 0x80;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = s[0] & 0x0f;
+		min = 0x800;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		len = 4;
+		cp = s[0] & 0x07;
+		min = 0x10000;
+	} else
+		return 0;
+	if (n < len)
+		return 0;
+	for (k = 1; k < len; k++) {
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[k] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
 int
 codec_utf8_valid(const char *str, size_t n)
 {
 	const unsigned char	*s = (const unsigned char *)str;
-	size_t			 i = 0, k, len;
-	uint32_t		 cp, min;
+	size_t			 i = 0, len;
 
 	while (i < n) {
-		if (s[i] < 0x80) {
-			i++;
-			continue;
-		}
-		if ((s[i] & 0xe0) == 0xc0) {
-			len = 2;
-			cp = s[i] & 0x1f;
-			min = 0x80;
-		} else if ((s[i] & 0xf0) == 0xe0) {
-			len = 3;
-			cp = s[i] & 0x0f;
-			min = 0x800;
-		} else if ((s[i] & 0xf8) == 0xf0) {
-			len = 4;
-			cp = s[i] & 0x07;
-			min = 0x10000;
-		} else
-			return 0;
-		if (n - i < len)
-			return 0;
-		for (k = 1; k < len; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return 0;
-			cp = cp << 6 | (s[i + k] & 0x3f);
-		}
-		if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		if ((len = codec_utf8_seq(s + i, n - i)) == 0)
 			return 0;
 		i += len;
 	}
 	return 1;
+}
+
+/*
+ * Each byte that does not start a well-formed sequence becomes one U+FFFD
+ * and the scan goes on at the next byte, so a message that quotes a
+ * client's bytes stays readable and valid.
+ */
+int
+codec_utf8_repair(struct buf *b, const char *str, size_t n)
+{
+	static const char	 fffd[] = "\xef\xbf\xbd";
+	const unsigned char	*s = (const unsigned char *)str;
+	size_t			 i = 0, run, len;
+
+	while (i < n) {
+		for (run = 0; i + run < n &&
+		    (len = codec_utf8_seq(s + i + run, n - i - run)) != 0;
+		    run += len)
+			;
+		if (run > 0 && buf_add(b, s + i, run) == -1)
+			return -1;
+		i += run;
+		if (i < n) {
+			if (buf_add(b, fffd, sizeof(fffd) - 1) == -1)
+				return -1;
+			i++;
+		}
+	}
+	return 0;
 }

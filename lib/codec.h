@@ -30,6 +30,8 @@ int	codec_parse_u64(const char *, uint64_t *);
 
 /* Well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF)? */
 int	codec_utf8_valid(const char *, size_t);
+/* Append s to b, each byte of an ill-formed sequence as U+FFFD.  -1: ENOMEM. */
+int	codec_utf8_repair(struct buf *b, const char *s, size_t n);
 
 /* Symbolic errno name ("ENOENT"), or "EUNKNOWN". */
 const char *codec_errno_name(int);

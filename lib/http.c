@@ -44,6 +44,11 @@ static void	http_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	http_closer_cb(struct ev_loop *, ev_prepare *, int);
 static void	http_resume_cb(struct ev_loop *, ev_prepare *, int);
 static void	http_conn_new(struct http_server *, int);
+static ev_tstamp http_conn_tick(struct http_conn *);
+static bool	http_conn_out_full(struct http_conn *);
+static bool	http_conn_hung_up(struct http_conn *);
+static void	http_conn_paused_tick(struct http_conn *, ev_tstamp);
+static void	http_fail_request(struct http_conn *);
 static void	http_conn_close(struct http_conn *);
 static void	http_conn_watch(struct http_conn *);
 static void	http_conn_eof(struct http_conn *);
@@ -152,6 +157,8 @@ http_listen(struct http_server *srv, struct ev_loop *loop, const char *path,
 	srv->ctx = ctx;
 	srv->maxconns = maxconns;
 	srv->stuck_timeout = HTTP_STUCK_TIMEOUT;
+	srv->head_timeout = HTTP_HEAD_TIMEOUT;
+	srv->pause_timeout = HTTP_PAUSE_TIMEOUT;
 	ev_io_init(&srv->io, http_accept_cb, fd, EV_READ);
 	ev_io_start(loop, &srv->io);
 	ev_timer_init(&srv->backoff, http_backoff_cb, 0.1, 0.);
@@ -269,13 +276,12 @@ http_conn_new(struct http_server *srv, int fd)
 	c->srv = srv;
 	c->fd = fd;
 	c->state = HC_READ;
-	c->last_io = ev_now(srv->loop);
+	c->last_io = c->last_out = ev_now(srv->loop);
 	http_parser_init(&c->parser, HTTP_REQUEST);
 	c->parser.data = c;
 	ev_io_init(&c->rio, http_read_cb, fd, EV_READ);
 	ev_io_init(&c->wio, http_write_cb, fd, EV_WRITE);
-	tick = srv->stuck_timeout / 2 < HTTP_TICK ? srv->stuck_timeout / 2 :
-	    HTTP_TICK;
+	tick = http_conn_tick(c);
 	ev_timer_init(&c->timer, http_timer_cb, tick, tick);
 	ev_prepare_init(&c->closer, http_closer_cb);
 	ev_prepare_init(&c->resume, http_resume_cb);
@@ -288,6 +294,35 @@ http_conn_new(struct http_server *srv, int fd)
 	srv->nconns++;
 }
 
+/*
+ * The timer's period: fine enough for the shortest timeout, and for
+ * noticing soon that the client of a paused request hung up.
+ */
+static ev_tstamp
+http_conn_tick(struct http_conn *c)
+{
+	struct http_server	*srv = c->srv;
+	ev_tstamp		 t = c->read_paused ? HTTP_HUP_CHECK : HTTP_TICK;
+
+	if (srv->stuck_timeout / 2 < t)
+		t = srv->stuck_timeout / 2;
+	if (srv->head_timeout / 2 < t)
+		t = srv->head_timeout / 2;
+	if (c->read_paused && srv->pause_timeout / 2 < t)
+		t = srv->pause_timeout / 2;
+	return t;
+}
+
+/*
+ * Too much unsent output to take the next request: a client that
+ * pipelines without reading would otherwise queue replies without bound.
+ */
+static bool
+http_conn_out_full(struct http_conn *c)
+{
+	return buf_avail(&c->out) > HTTP_OUT_READ_MAX;
+}
+
 /* Start or stop the read watcher for the connection's current needs. */
 static void
 http_conn_watch(struct http_conn *c)
@@ -296,7 +331,7 @@ http_conn_watch(struct http_conn *c)
 	bool		 want;
 
 	want = !c->dead && !c->read_paused && !c->peer_eof &&
-	    c->state != HC_CLOSING &&
+	    c->state != HC_CLOSING && !http_conn_out_full(c) &&
 	    buf_avail(&c->in) < HTTP_MAX_HEAD + HTTP_READ_CHUNK;
 	if (want && !ev_is_active(&c->rio))
 		ev_io_start(loop, &c->rio);
@@ -393,21 +428,28 @@ http_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 }
 
 /*
- * End of the client's input.  A client that only shut down its sending
- * half (nc -N, socat) still waits for the reply in progress; one that
- * closed the socket does not.  For a unix stream socket the kernel tells
- * them apart: a peer's close shuts both directions (POLLHUP).
+ * Did the client close its socket?  A client that only shut down its
+ * sending half (nc -N, socat) still waits for the reply in progress; one
+ * that closed the socket does not.  For a unix stream socket the kernel
+ * tells them apart: a peer's close shuts both directions (POLLHUP).
  */
-static void
-http_conn_eof(struct http_conn *c)
+static bool
+http_conn_hung_up(struct http_conn *c)
 {
 	struct pollfd	pfd = { .fd = c->fd, .events = 0 };
 
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR));
+}
+
+/* End of the client's input. */
+static void
+http_conn_eof(struct http_conn *c)
+{
 	if (c->state == HC_READ && buf_avail(&c->out) == 0) {
 		http_conn_abort(c);
 		return;
 	}
-	if (poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR))) {
+	if (http_conn_hung_up(c)) {
 		http_conn_abort(c);
 		return;
 	}
@@ -423,10 +465,20 @@ http_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct http_conn	*c = container_of(w, struct http_conn, wio);
 
-	(void)loop;
 	(void)revents;
 	if (http_conn_flush(c) == -1)
 		return;
+	/*
+	 * Input held back by a full output queue is taken up again from the
+	 * loop, as http_finish does, not from inside this callback.
+	 */
+	if (!http_conn_out_full(c)) {
+		if (c->state == HC_READ && buf_avail(&c->in) > 0) {
+			ev_prepare_start(loop, &c->resume);
+			http_kick(c->srv);
+		}
+		http_conn_watch(c);
+	}
 	if (buf_avail(&c->out) == 0 && c->state == HC_STREAM &&
 	    c->on_drain != NULL)
 		c->on_drain(c, c->owner);
@@ -446,6 +498,9 @@ http_conn_flush(struct http_conn *c)
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN) {
+				/* The stuck clock runs from the first block. */
+				if (!ev_is_active(&c->wio))
+					c->last_out = ev_now(c->srv->loop);
 				ev_io_start(c->srv->loop, &c->wio);
 				return 0;
 			}
@@ -453,7 +508,7 @@ http_conn_flush(struct http_conn *c)
 			return -1;
 		}
 		buf_consume(&c->out, n);
-		c->last_io = ev_now(c->srv->loop);
+		c->last_io = c->last_out = ev_now(c->srv->loop);
 	}
 	ev_io_stop(c->srv->loop, &c->wio);
 	if (c->state == HC_CLOSING) {
@@ -466,20 +521,52 @@ http_conn_flush(struct http_conn *c)
 	return 0;
 }
 
+/*
+ * Stuck is measured on output only: a client that keeps sending but never
+ * reads is still stuck.  Idle counts any I/O.
+ */
 static void
 http_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct http_conn	*c = container_of(w, struct http_conn, timer);
-	ev_tstamp		 idle = ev_now(loop) - c->last_io;
+	struct http_server	*srv = c->srv;
+	ev_tstamp		 now = ev_now(loop);
 
 	(void)revents;
-	if (buf_avail(&c->out) > 0 && idle > c->srv->stuck_timeout) {
+	if (buf_avail(&c->out) > 0 && now - c->last_out > srv->stuck_timeout) {
 		log_info("event=conn_dropped reason=stuck pending=%zu",
 		    buf_avail(&c->out));
 		http_conn_abort(c);
+	} else if (c->read_paused && c->state == HC_READ)
+		http_conn_paused_tick(c, now);
+	else if (c->state == HC_READ && c->in_head &&
+	    now - c->head_at > srv->head_timeout) {
+		log_info("event=conn_dropped reason=head_timeout");
+		http_fail_request(c);
+		http_reply_error(c, 408, "timeout", "request head not complete "
+		    "after %g s", srv->head_timeout);
 	} else if (c->state == HC_READ && c->owner == NULL &&
-	    idle > HTTP_IDLE_TIMEOUT)
+	    now - c->last_io > HTTP_IDLE_TIMEOUT)
 		http_conn_abort(c);
+}
+
+/*
+ * A paused request (a held stdin body) reads nothing, so neither the end
+ * of its input nor an idle clock tells that the client is gone: ask the
+ * socket.  A body its receiver has not taken for pause_timeout fails.
+ */
+static void
+http_conn_paused_tick(struct http_conn *c, ev_tstamp now)
+{
+	if (http_conn_hung_up(c)) {
+		log_info("event=conn_dropped reason=hangup_while_paused");
+		http_conn_abort(c);
+	} else if (now - c->paused_at > c->srv->pause_timeout) {
+		log_info("event=conn_dropped reason=pause_timeout");
+		http_fail_request(c);
+		http_reply_error(c, 503, "busy", "request body not taken for "
+		    "%g s; the rest of it was not read", c->srv->pause_timeout);
+	}
 }
 
 /*
@@ -517,10 +604,16 @@ http_conn_own(struct http_conn *c, void *owner,
 	c->on_close = on_close;
 }
 
+/* The timer ticks faster while paused: see http_conn_tick. */
 void
 http_conn_pause_read(struct http_conn *c)
 {
+	if (c->read_paused || c->dead)
+		return;
 	c->read_paused = true;
+	c->paused_at = ev_now(c->srv->loop);
+	c->timer.repeat = http_conn_tick(c);
+	ev_timer_again(c->srv->loop, &c->timer);
 	http_conn_watch(c);
 }
 
@@ -530,6 +623,8 @@ http_conn_resume_read(struct http_conn *c)
 	if (!c->read_paused || c->dead)
 		return;
 	c->read_paused = false;
+	c->timer.repeat = http_conn_tick(c);
+	ev_timer_again(c->srv->loop, &c->timer);
 	http_conn_watch(c);
 }
 
@@ -571,15 +666,14 @@ http_conn_process(struct http_conn *c)
 	enum http_errno		 err;
 
 	c->processing = true;
-	while (!c->dead && c->state == HC_READ && buf_avail(&c->in) > 0) {
+	while (!c->dead && c->state == HC_READ && buf_avail(&c->in) > 0 &&
+	    !http_conn_out_full(c)) {
 		n = http_parser_execute(&c->parser, &http_settings,
 		    buf_head(&c->in), buf_avail(&c->in));
 		buf_consume(&c->in, n);
 		err = HTTP_PARSER_ERRNO(&c->parser);
 		if (c->req.too_large) {
-			http_conn_disown(c);
-			c->close_after = true;
-			c->state = HC_BUSY;
+			http_fail_request(c);
 			http_reply_error(c, 413, "too_large",
 			    "request head or body too large");
 			break;
@@ -597,15 +691,26 @@ http_conn_process(struct http_conn *c)
 	c->processing = false;
 }
 
+/*
+ * The request in progress fails: the next reply is its error, and the
+ * connection closes after it.  An owner of the body (a held stdin) loses
+ * its request here.
+ */
+static void
+http_fail_request(struct http_conn *c)
+{
+	http_conn_disown(c);
+	c->close_after = true;
+	c->in_head = false;
+	c->state = HC_BUSY;
+}
+
 static void
 http_bad_request(struct http_conn *c)
 {
 	enum http_errno	err = HTTP_PARSER_ERRNO(&c->parser);
 
-	/* An owner of the body (a held stdin) loses its request here. */
-	http_conn_disown(c);
-	c->close_after = true;
-	c->state = HC_BUSY;
+	http_fail_request(c);
 	if (c->req.bad_version)
 		http_reply_error(c, 400, "invalid_request",
 		    "unsupported HTTP version: only HTTP/1.0 and 1.1");
@@ -622,6 +727,9 @@ on_message_begin(http_parser *p)
 	struct http_conn	*c = p->data;
 
 	http_req_reset(&c->req);
+	c->in_head = true;
+	c->head_at = ev_now(c->srv->loop);
+	c->req_head = false;
 	return 0;
 }
 
@@ -704,6 +812,7 @@ on_headers_complete(http_parser *p)
 	char			*path, *q, *rest;
 
 	r->head_done = true;
+	c->in_head = false;
 	if (r->nhdr > 0 && buf_add(&r->hdrs, "", 1) == -1)
 		return -1;
 	if (buf_add(&r->url, "", 1) == -1)
@@ -993,6 +1102,7 @@ http_status_text(int status)
 	case 403: return "Forbidden";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
 	case 409: return "Conflict";
 	case 410: return "Gone";
 	case 413: return "Payload Too Large";
@@ -1105,17 +1215,30 @@ http_reply_json(struct http_conn *c, int status, cJSON *j)
 	free(s);
 }
 
+/*
+ * Messages quote the client's bytes (a path, an ID, a query value), which
+ * need not be UTF-8: they are repaired, so that the reply is valid JSON.
+ */
 static cJSON *
 http_error_vobj(const char *code, const char *fmt, va_list ap)
 {
-	char	 msg[512];
-	cJSON	*j;
+	char		 msg[512];
+	struct buf	 b = { 0 };
+	cJSON		*j;
+	int		 n;
 
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	if ((j = cJSON_CreateObject()) == NULL)
+	if ((n = vsnprintf(msg, sizeof(msg), fmt, ap)) < 0)
+		n = 0;
+	if ((size_t)n >= sizeof(msg))
+		n = sizeof(msg) - 1;
+	if (codec_utf8_repair(&b, msg, n) == -1 || buf_add(&b, "", 1) == -1 ||
+	    (j = cJSON_CreateObject()) == NULL) {
+		buf_free(&b);
 		return NULL;
-	cJSON_AddStringToObject(j, "error", msg);
+	}
+	cJSON_AddStringToObject(j, "error", b.data);
 	cJSON_AddStringToObject(j, "code", code);
+	buf_free(&b);
 	return j;
 }
 

@@ -7,7 +7,9 @@
  * is complete.  Streams (chunked bodies, SSE) are written piecewise; the
  * producer watches http_conn_pending() and is called back through
  * on_drain when the output buffer empties, so nothing is buffered without
- * bound for a slow reader.
+ * bound for a slow reader.  Above HTTP_OUT_READ_MAX of unsent output the
+ * next request is neither read nor parsed, so a client that pipelines
+ * without reading cannot grow the queue either.
  */
 #ifndef TEND_HTTP_H
 #define TEND_HTTP_H
@@ -71,6 +73,8 @@ struct http_server {
 	int			 nconns;
 	int			 maxconns;
 	double			 stuck_timeout;	/* s: drop a reader after it */
+	double			 head_timeout;	/* s: 408 a head not done by then */
+	double			 pause_timeout;	/* s: 503 a body paused this long */
 	const struct http_route	*routes;
 	void			*ctx;		/* for handlers */
 	struct http_conn	*conns;		/* list of open connections */
@@ -89,7 +93,10 @@ struct http_conn {
 	struct buf		 in;
 	struct buf		 out;
 	struct http_req		 req;
-	ev_tstamp		 last_io;
+	ev_tstamp		 last_io;	/* any I/O: the idle timeout */
+	ev_tstamp		 last_out;	/* output moved: the stuck one */
+	ev_tstamp		 head_at;	/* the current head began */
+	ev_tstamp		 paused_at;	/* reading was paused */
 	enum {
 		HC_READ,	/* parsing a request */
 		HC_BUSY,	/* handler owns the response */
@@ -99,6 +106,7 @@ struct http_conn {
 	bool			 close_after;	/* no keep-alive */
 	bool			 chunked_out;	/* stream uses chunked framing */
 	bool			 read_paused;
+	bool			 in_head;	/* a head is begun, not complete */
 	bool			 peer_eof;	/* the client sends no more */
 	bool			 req_head;	/* current request is HEAD */
 	bool			 req_http10;	/* current request is HTTP/1.0 */

@@ -12,8 +12,12 @@
 #define HTTP_MAX_HEADERS	64
 #define HTTP_MAX_CONNS		512
 #define HTTP_OUT_HIGH		(64 * 1024)	/* pause a stream above this */
+#define HTTP_OUT_READ_MAX	(256 * 1024)	/* no next request above this */
 #define HTTP_IDLE_TIMEOUT	120.0		/* s, idle keep-alive connection */
 #define HTTP_STUCK_TIMEOUT	60.0		/* s, output not moving at all */
+#define HTTP_HEAD_TIMEOUT	10.0		/* s, from a head's first byte to its end */
+#define HTTP_PAUSE_TIMEOUT	60.0		/* s, a request body not read */
+#define HTTP_HUP_CHECK		1.0		/* s, hang-up check while paused */
 #define SSE_HEARTBEAT		10.0		/* s, at most 15 by contract */
 
 #define PROC_ID_MAX		128

@@ -1,6 +1,6 @@
 /*
  * codec: base64 both ways and its refusals, RFC 3339 time, hex, strict
- * integers, errno names.
+ * integers, errno names, UTF-8 checked and repaired.
  */
 #include <check.h>
 #include <errno.h>
@@ -242,6 +242,59 @@ START_TEST(errno_names)
 }
 END_TEST
 
+#define FFFD	"\xef\xbf\xbd"
+
+/* Well-formed or not, and what repair makes of it. */
+static const struct {
+	const char	*in;
+	size_t		 len;
+	int		 valid;
+	const char	*repaired;
+} utf8_vectors[] = {
+	{ "", 0, 1, "" },
+	{ "plain ascii", 11, 1, "plain ascii" },
+	{ "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, 1,
+	    "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80" },
+	{ "\xff\xfe", 2, 0, FFFD FFFD },
+	{ "a\xff" "b", 3, 0, "a" FFFD "b" },
+	{ "\xc3", 1, 0, FFFD },			/* cut at the end */
+	{ "x\xe2\x82", 3, 0, "x" FFFD FFFD },		/* cut at the end */
+	{ "\xe2\x82x", 3, 0, FFFD FFFD "x" },		/* cut inside */
+	{ "\xc0\xaf", 2, 0, FFFD FFFD },		/* overlong '/' */
+	{ "\xe0\x80\xaf", 3, 0, FFFD FFFD FFFD },	/* overlong '/' */
+	{ "\xed\xa0\x80", 3, 0, FFFD FFFD FFFD },	/* a surrogate */
+	{ "\xf4\x90\x80\x80", 4, 0, FFFD FFFD FFFD FFFD },	/* > U+10FFFF */
+	{ "\x80", 1, 0, FFFD },			/* a lone continuation */
+	{ "\xf4\x8f\xbf\xbf", 4, 1, "\xf4\x8f\xbf\xbf" },	/* U+10FFFF */
+	{ "a\0b", 3, 1, "a\0b" },			/* NUL is well-formed */
+};
+
+START_TEST(utf8_valid)
+{
+	ck_assert_int_eq(codec_utf8_valid(utf8_vectors[_i].in,
+	    utf8_vectors[_i].len), utf8_vectors[_i].valid);
+}
+END_TEST
+
+START_TEST(utf8_repair)
+{
+	const char	*want = utf8_vectors[_i].repaired;
+	size_t		 wlen = utf8_vectors[_i].valid ? utf8_vectors[_i].len :
+			    strlen(want);
+	struct buf	 b = { 0 };
+
+	ck_assert_int_eq(buf_addstr(&b, ">"), 0);
+	ck_assert_int_eq(codec_utf8_repair(&b, utf8_vectors[_i].in,
+	    utf8_vectors[_i].len), 0);
+	/* Appended after what the buffer held, and now well-formed. */
+	ck_assert_uint_eq(b.len, 1 + wlen);
+	ck_assert_int_eq(b.data[0], '>');
+	ck_assert_int_eq(memcmp(b.data + 1, want, wlen), 0);
+	ck_assert(codec_utf8_valid(b.data, b.len));
+	buf_free(&b);
+}
+END_TEST
+
 Suite *
 codec_suite(void)
 {
@@ -268,6 +321,13 @@ codec_suite(void)
 	tcase_add_test(tc, hex);
 	tcase_add_test(tc, parse_u64);
 	tcase_add_test(tc, errno_names);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("utf8");
+	tcase_add_loop_test(tc, utf8_valid, 0,
+	    sizeof(utf8_vectors) / sizeof(utf8_vectors[0]));
+	tcase_add_loop_test(tc, utf8_repair, 0,
+	    sizeof(utf8_vectors) / sizeof(utf8_vectors[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }

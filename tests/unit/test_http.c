@@ -31,6 +31,7 @@ Suite *http_suite(void);
 #define MAXCLIENTS	16
 #define BIG_TOTAL	(1024 * 1024)
 #define BIG_PIECE	(16 * 1024)
+#define BLOB_LEN	(64 * 1024)
 
 /* A test's client end: what it read and not yet parsed. */
 struct client {
@@ -52,6 +53,13 @@ struct later {
 	ev_timer		 timer;
 	struct http_conn	*c;
 	void			(*fn)(struct http_conn *);
+	int			 closed;	/* on_close calls */
+};
+
+/* A streamed request body whose reading the handler pauses. */
+struct held {
+	struct http_conn	*c;
+	bool			 paused_once;
 	int			 closed;	/* on_close calls */
 };
 
@@ -82,6 +90,7 @@ static int		 npieces;
 static size_t		 done_body_len;
 static struct later	 later;
 static struct big	 big;
+static struct held	 held;
 
 static void	setup(void);
 static void	teardown(void);
@@ -114,6 +123,11 @@ static void	h_slow(struct http_conn *, struct http_req *);
 static void	h_sse(struct http_conn *, struct http_req *);
 static void	h_chunked(struct http_conn *, struct http_req *);
 static void	h_big(struct http_conn *, struct http_req *);
+static void	h_blob(struct http_conn *, struct http_req *);
+static void	h_held_piece(struct http_conn *, struct http_req *,
+		    const char *, size_t);
+static void	h_held_done(struct http_conn *, struct http_req *);
+static void	held_closed(struct http_conn *, void *);
 static void	later_start(struct http_conn *, double,
 		    void (*)(struct http_conn *));
 static void	later_cb(struct ev_loop *, ev_timer *, int);
@@ -138,6 +152,9 @@ static const struct http_route routes[] = {
 	{ "GET",	"/v1/sse",			h_sse, NULL },
 	{ "GET",	"/v1/chunked",			h_chunked, NULL },
 	{ "GET",	"/v1/big",			h_big, NULL },
+	{ "GET",	"/v1/blob",			h_blob, NULL },
+	{ "POST",	"/v1/held",			h_held_done,
+							h_held_piece },
 	{ NULL,		NULL,				NULL, NULL },
 };
 
@@ -160,6 +177,7 @@ setup(void)
 	done_body_len = 0;
 	memset(&later, 0, sizeof(later));
 	memset(&big, 0, sizeof(big));
+	memset(&held, 0, sizeof(held));
 	nclients = 0;
 }
 
@@ -664,6 +682,54 @@ big_closed(struct http_conn *c, void *owner)
 	(void)c;
 	ck_assert_ptr_eq(owner, &big);
 	big.closed++;
+}
+
+/* A complete 64 KiB reply at once: pipelined, they pile up unsent. */
+static void
+h_blob(struct http_conn *c, struct http_req *r)
+{
+	static char	blob[BLOB_LEN];
+
+	(void)r;
+	note("b");
+	memset(blob, 'b', sizeof(blob));
+	http_reply(c, 200, "application/octet-stream", blob, sizeof(blob));
+}
+
+/* Hold the body at its first piece, as a full stdin queue does. */
+static void
+h_held_piece(struct http_conn *c, struct http_req *r, const char *d,
+    size_t n)
+{
+	(void)r;
+	(void)d;
+	(void)n;
+	if (held.paused_once)
+		return;
+	held.paused_once = true;
+	held.c = c;
+	http_conn_own(c, &held, NULL, held_closed);
+	http_conn_pause_read(c);
+}
+
+static void
+h_held_done(struct http_conn *c, struct http_req *r)
+{
+	(void)r;
+	if (held.c == c) {
+		held.c = NULL;
+		http_conn_own(c, NULL, NULL, NULL);
+	}
+	http_reply(c, 204, NULL, NULL, 0);
+}
+
+static void
+held_closed(struct http_conn *c, void *owner)
+{
+	ck_assert_ptr_eq(owner, &held);
+	ck_assert_ptr_eq(c, held.c);
+	held.c = NULL;
+	held.closed++;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1477,6 +1543,167 @@ START_TEST(stream_reader_vanishes)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Bounds: queued output, slow heads, paused bodies */
+
+#define NBLOB	20
+
+START_TEST(output_bound_stops_parsing)
+{
+	struct client	*c = cl_open(sock_path);
+	struct resp	 r;
+	struct buf	 reqs = { 0 };
+	int		 i;
+
+	for (i = 0; i < NBLOB; i++)
+		ck_assert_int_eq(buf_addstr(&reqs,
+		    "GET /v1/blob HTTP/1.1\r\n\r\n"), 0);
+	ck_assert_int_eq(cl_send(c, reqs.data, reqs.len), 0);
+	buf_free(&reqs);
+	/* Nobody reads: requests wait once the replies pass the bound. */
+	spin(50);
+	ck_assert_uint_ge(strlen(order), 1);
+	ck_assert_uint_lt(strlen(order), NBLOB);
+	ck_assert_uint_le(http_conn_pending(srv.conns),
+	    HTTP_OUT_READ_MAX + BLOB_LEN + 256);
+	/* Reading lets them go on, in order, to the last. */
+	for (i = 0; i < NBLOB; i++) {
+		ck_assert_msg(cl_reply(c, &r), "reply %d", i);
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_uint_eq(r.body.len, BLOB_LEN);
+		resp_free(&r);
+	}
+	ck_assert_uint_eq(strlen(order), NBLOB);
+	get(c, "/hello?n=after", &r);
+	ck_assert_str_eq(body_str(&r), "hello after");
+	resp_free(&r);
+}
+END_TEST
+
+START_TEST(stuck_counts_output_only)
+{
+	struct client	*c;
+	double		 end;
+
+	srv.stuck_timeout = 0.4;
+	c = cl_open(sock_path);
+	cl_sendf(c, "GET /v1/big HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n");
+	spin(10);
+	ck_assert_int_ge(big.paused, 1);
+	/* The client never reads, but keeps sending: it is stuck all the same. */
+	end = tu_now() + WAIT_S;
+	while (srv.nconns > 0 && tu_now() < end) {
+		if (cl_send(c, "X: y\r\n", 6) == -1)
+			break;
+		spin(50);
+	}
+	ck_assert_int_eq(srv.nconns, 0);
+	ck_assert_int_eq(big.closed, 1);
+}
+END_TEST
+
+START_TEST(head_timeout_408)
+{
+	struct client	*idle, *c;
+	struct resp	 r;
+	double		 t0, end;
+
+	srv.head_timeout = 0.3;
+	idle = cl_open(sock_path);
+	c = cl_open(sock_path);
+	/* A byte now and then does not extend the head's time. */
+	t0 = tu_now();
+	end = t0 + WAIT_S;
+	cl_sendf(c, "GET /hello HTTP/1.1\r\n");
+	while (!cl_pump(c) && tu_now() < end) {
+		if (cl_send(c, "X", 1) == -1)
+			break;
+		spin(20);
+	}
+	ck_assert(cl_reply(c, &r));
+	ck_assert(tu_now() - t0 >= 0.3);
+	assert_error(&r, 408, "timeout");
+	ck_assert_str_eq(resp_header(&r, "Connection"), "close");
+	resp_free(&r);
+	ck_assert(cl_wait_eof(c));
+	ck_assert_str_eq(order, "");
+	/* One that has not begun a request is left to the idle timeout. */
+	ck_assert_int_eq(srv.nconns, 1);
+	get(idle, "/hello?n=1", &r);
+	ck_assert_int_eq(r.status, 200);
+	resp_free(&r);
+}
+END_TEST
+
+static bool
+held_paused(void *arg)
+{
+	(void)arg;
+	return held.c != NULL;
+}
+
+static void
+held_begin(struct client *c)
+{
+	cl_sendf(c, "POST /v1/held HTTP/1.1\r\nContent-Length: 10\r\n\r\n"
+	    "12345");
+	ck_assert(tu_run_until(loop, held_paused, NULL, WAIT_S));
+}
+
+START_TEST(paused_hangup_closes)
+{
+	struct client	*c = cl_open(sock_path);
+
+	held_begin(c);
+	spin(20);
+	ck_assert_int_eq(srv.nconns, 1);
+	cl_close(c);
+	ck_assert(tu_run_until(loop, no_conns, NULL, WAIT_S));
+	ck_assert_int_eq(held.closed, 1);
+}
+END_TEST
+
+START_TEST(paused_half_close_gets_reply)
+{
+	struct client	*c = cl_open(sock_path);
+	struct resp	 r;
+	double		 end;
+
+	held_begin(c);
+	ck_assert_int_eq(cl_send(c, "67890", 5), 0);
+	ck_assert_int_eq(shutdown(c->fd, SHUT_WR), 0);
+	/* Past a hang-up check or two: a half close is no hang-up. */
+	end = tu_now() + HTTP_HUP_CHECK * 2.5;
+	while (tu_now() < end)
+		spin(10);
+	ck_assert_int_eq(srv.nconns, 1);
+	ck_assert_int_eq(held.closed, 0);
+	ck_assert(!cl_pump(c));
+	http_conn_resume_read(held.c);
+	ck_assert(cl_reply(c, &r));
+	ck_assert_int_eq(r.status, 204);
+	resp_free(&r);
+	ck_assert_int_eq(held.closed, 0);
+	ck_assert(tu_run_until(loop, no_conns, NULL, WAIT_S));
+}
+END_TEST
+
+START_TEST(pause_timeout_fails_request)
+{
+	struct client	*c = cl_open(sock_path);
+	struct resp	 r;
+
+	srv.pause_timeout = 0.3;
+	held_begin(c);
+	ck_assert(cl_reply(c, &r));
+	assert_error(&r, 503, "busy");
+	ck_assert_str_eq(resp_header(&r, "Connection"), "close");
+	resp_free(&r);
+	ck_assert(cl_wait_eof(c));
+	ck_assert_int_eq(held.closed, 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* The listening socket */
 
 START_TEST(socket_mode_0600)
@@ -1632,6 +1859,17 @@ http_suite(void)
 	tcase_add_test(tc, chunked_stream_framing);
 	tcase_add_test(tc, stream_flow_control);
 	tcase_add_test(tc, stream_reader_vanishes);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("bounds");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, output_bound_stops_parsing);
+	tcase_add_test(tc, stuck_counts_output_only);
+	tcase_add_test(tc, head_timeout_408);
+	tcase_add_test(tc, paused_hangup_closes);
+	tcase_add_test(tc, paused_half_close_gets_reply);
+	tcase_add_test(tc, pause_timeout_fails_request);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("listen");
