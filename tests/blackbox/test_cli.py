@@ -1,8 +1,10 @@
 """Black-box tests of the command line (`tend ps`, `run`, `logs`, ...): the
 client subcommands of $TEND_BIN against a live agent, PID 1 of its own PID
-namespace.  What is checked is what an operator sees: stdout, stderr and the
-exit code (0 ok, 1 refused by the agent, 2 usage, 3 agent unreachable; run
-and wait pass the process's exit code through)."""
+namespace.  What is checked is what an operator or an exec-driven program
+sees: stdout, stderr and the exit code (0 ok, 1 refused by the agent, 2
+usage, 3 agent unreachable, 4 no such process, 5 ID taken, 6 ended before
+ready, 124 timeout; run and wait pass the process's exit code through), and
+with --json the route's own reply, compared with what the agent answers."""
 import json
 import os
 import signal
@@ -192,7 +194,8 @@ class TestStartLogs(CliCase):
 
     def test_start_taken_id_refused(self):
         self.start("taken", "true")
-        self.assertOneLineError(self.tend("start", "--id", "taken", "--", "true"), 1)
+        # 5: the ID is someone else's (claim-once is one exec).
+        self.assertOneLineError(self.tend("start", "--id", "taken", "--", "true"), 5)
 
     def test_logs_follow_until_end(self):
         self.start("follow", "sh", "-c",
@@ -353,7 +356,7 @@ class TestStatusRm(CliCase):
         self.start("rm-me", "sleep", "30")
         self.assertOneLineError(self.tend("rm", "rm-me"), 1)
         self.ok("rm", "-f", "rm-me")
-        self.assertOneLineError(self.tend("status", "rm-me"), 1)
+        self.assertOneLineError(self.tend("status", "rm-me"), 4)
 
 
 class TestErrors(CliCase):
@@ -363,7 +366,7 @@ class TestErrors(CliCase):
         for cmd in (("status",), ("logs",), ("wait",), ("kill",), ("rm",)):
             with self.subTest(cmd=cmd):
                 r = self.tend(*cmd, "nosuch")
-                self.assertEqual(self.assertOneLineError(r, 1), want)
+                self.assertEqual(self.assertOneLineError(r, 4), want)
                 self.assertEqual(r.stdout, b"")
 
     def test_no_agent(self):
