@@ -269,7 +269,7 @@ static int	cli_listening(int);
 static int	cli_ready_lines(struct cli *, struct buf *, const char *,
 		    size_t);
 static int	cli_ready_log(struct cli *, const char *, char *, size_t,
-		    struct buf [2]);
+		    struct buf [2], int64_t);
 static int	cli_ready(struct cli *, const char *, struct cli_http *);
 static int	cli_run_stdin(cJSON *);
 static int	cli_run_forward(struct cli_run *, int);
@@ -754,6 +754,8 @@ cli_letter(const struct cli_opt *const tabs[2], int letter)
 static int
 cli_setopt(struct cli *c, int code, const char *arg)
 {
+	int64_t	n;
+
 	switch (code) {
 	case OPT_HELP:
 		cli_cmd_help(stdout, c->cmd);
@@ -834,12 +836,12 @@ cli_setopt(struct cli *c, int code, const char *arg)
 		}
 		break;
 	case OPT_READY_PORT:
-		if ((c->ready_port = (int)cli_count(arg)) < 1 ||
-		    c->ready_port > 65535) {
+		if ((n = cli_count(arg)) < 1 || n > 65535) {
 			cli_usage_error(c->cmd, "bad --ready-port '%s': want "
 			    "1 to 65535", arg);
 			return CLI_USAGE + 1;
 		}
+		c->ready_port = (int)n;
 		break;
 	case OPT_READY_LOG:
 		return cli_setregex(c, arg);
@@ -1944,12 +1946,13 @@ cli_ready_lines(struct cli *c, struct buf *line, const char *d, size_t n)
 }
 
 /*
- * Poll the output after *cursor until nothing more is stored now; 1 when
- * a line matched, 0 not yet, or -(exit code + 1).
+ * Poll the output after *cursor until nothing more is stored now (or the
+ * deadline: a writer may outrun the polls); 1 when a line matched, 0 not
+ * yet, or -(exit code + 1).
  */
 static int
 cli_ready_log(struct cli *c, const char *id, char *cursor, size_t cursorlen,
-    struct buf line[2])
+    struct buf line[2], int64_t deadline)
 {
 	static const char *const	 streams[2] = { "stdout", "stderr" };
 	struct cli_http			 h;
@@ -1958,7 +1961,7 @@ cli_ready_log(struct cli *c, const char *id, char *cursor, size_t cursorlen,
 	cJSON				*j;
 	int				 rv, k, hit = 0, more = 1;
 
-	while (more && !hit) {
+	while (more && !hit && codec_mono_ms() < deadline) {
 		if ((rv = cli_poll_once(c, id, cursor[0] ? cursor : NULL, -1,
 		    &h)) != CLI_OK)
 			return -(rv + 1);
@@ -2014,7 +2017,7 @@ cli_ready(struct cli *c, const char *id, struct cli_http *h)
 	for (;;) {
 		if (!log_ok) {
 			if ((r = cli_ready_log(c, id, cursor, sizeof(cursor),
-			    line)) < 0) {
+			    line, deadline)) < 0) {
 				rv = -r - 1;
 				break;
 			}

@@ -623,6 +623,8 @@ class TestExitCodes(ApiCase):
 
     def test_2_usage(self):
         for args, why in ((("start", "--ready-port", "0", "--", "true"), b"bad --ready-port"),
+                          (("start", "--ready-port", "4294967376", "--", "true"),
+                           b"bad --ready-port"),
                           (("start", "--ready-log", "(", "--", "true"), b"bad --ready-log"),
                           (("start", "--ready-timeout", "1", "--", "true"), b"needs --ready-"),
                           (("logs", "--json", "-f", "x"), b"--follow"),
