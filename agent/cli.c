@@ -12,7 +12,15 @@
  *	1	the agent refused the request (an error reply)
  *	2	usage error
  *	3	cannot reach the agent, or the connection broke
+ *	4	no such process
+ *	5	the ID is already taken (start/run --id)
+ *	6	the process ended before it was ready (start --ready-*)
+ *	124	wait --timeout or --ready-timeout ran out
  *	run and wait: the process's exit code (128+N if killed by signal N)
+ *
+ * With --json a command prints the route's JSON reply as it came, and an
+ * error reply's JSON object on stderr: a program driving tend one exec per
+ * step (docker exec, Cloudflare's container.exec) parses both.
  */
 #include <sys/random.h>
 #include <sys/signalfd.h>
@@ -20,6 +28,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -35,6 +44,7 @@
 #include "buf.h"
 #include "fsutil.h"
 #include "codec.h"
+#include "cursor.h"
 #include "hclient.h"
 #include "tunables.h"
 
@@ -45,7 +55,10 @@ enum {
 	CLI_REFUSED = 1,	/* the agent replied with an error */
 	CLI_USAGE = 2,
 	CLI_UNREACHABLE = 3,	/* no agent, or the connection broke */
-	CLI_TIMEDOUT = 124,	/* wait --timeout ran out, as timeout(1) */
+	CLI_NOSUCH = 4,		/* 404 for a process it names */
+	CLI_TAKEN = 5,		/* id_taken: someone else claimed the ID */
+	CLI_NOTREADY = 6,	/* start --ready-*: it ended first */
+	CLI_TIMEDOUT = 124,	/* wait/ready timeout ran out, as timeout(1) */
 };
 
 #define CLI_SOCKET		"/run/tend.sock"
@@ -53,6 +66,10 @@ enum {
 #define CLI_ERRBODY_MAX		(64 * 1024)	/* kept of an error reply */
 #define CLI_SSE_LINE_MAX	(16 * 1024 * 1024)
 #define CLI_MAX_OPTS		24
+#define CLI_READY_POLL		20		/* ms between readiness checks */
+#define CLI_READY_TIMEOUT	60000		/* ms, default --ready-timeout */
+#define CLI_READY_LINE_MAX	(64 * 1024)	/* of a line matched whole */
+#define CLI_NETLINE_MAX		512		/* of a /proc/net/tcp line */
 #define CLI_MAX_PENDING		16		/* signals before the reply */
 /* run --stdin travels as base64 (4/3) in a JSON body of HTTP_MAX_BODY. */
 #define CLI_RUN_STDIN_MAX	(720 * 1024)
@@ -80,6 +97,11 @@ enum cli_optcode {
 	OPT_SIGNAL,
 	OPT_CLOSE,
 	OPT_FORCE,
+	OPT_TERMINALS,
+	OPT_LIMIT_BYTES,
+	OPT_READY_PORT,
+	OPT_READY_LOG,
+	OPT_READY_TIMEOUT,
 };
 
 struct cli_opt {
@@ -112,6 +134,12 @@ struct cli {
 	int			 close;
 	int			 force;
 	int			 streams;	/* STREAM_*, 0: both */
+	int			 terminals;	/* ps --terminals */
+	int64_t			 limit_bytes;	/* logs --limit-bytes; -1: none */
+	int			 ready_port;	/* start --ready-port; 0: none */
+	int			 ready_log;	/* ready_re holds --ready-log */
+	regex_t			 ready_re;
+	int64_t			 ready_ms;	/* --ready-timeout; -1: unset */
 	char			**args;		/* positional arguments */
 	int			 nargs;
 };
@@ -141,6 +169,7 @@ struct cli_http {
 	cJSON		*json;		/* request body, or NULL */
 	int		 bodyfd;	/* -1, or a chunked body from this fd */
 	int		 quiet;		/* the caller reports error replies */
+	int		 named;		/* the target names a process: 404 is 4 */
 	int		 wakefd;	/* -1, or polled: wake(arg) */
 	int		(*wake)(void *);
 	int		(*head)(void *, struct cli_http *);
@@ -193,6 +222,9 @@ static int	cli_global(struct cli *, int, char **, int *);
 static int	cli_parse(struct cli *, int, char **);
 static int	cli_letter(const struct cli_opt *const [2], int);
 static int	cli_setopt(struct cli *, int, const char *);
+static int	cli_setregex(struct cli *, const char *);
+static int	cli_check(struct cli *);
+static int64_t	cli_count(const char *);
 static int	cli_seconds(const char *, int64_t *);
 static int	cli_signal(const char *);
 static int	cli_env(struct cli *, const char *);
@@ -208,7 +240,10 @@ static int	cli_on_head(void *, int);
 static int	cli_on_body(void *, const char *, size_t);
 static int	cli_on_wake(void *);
 static int	cli_call(struct cli *, struct cli_http *);
-static void	cli_print_error(const struct cli_http *);
+static int	cli_refusal(const struct cli_http *);
+static void	cli_print_error(const struct cli *, const struct cli_http *);
+static void	cli_report(const struct cli *, const char *, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
 static cJSON	*cli_reply_json(const struct cli_http *);
 
 static int	cli_sse_feed(void *, const char *, size_t);
@@ -220,6 +255,7 @@ static int	cli_ev_terminal(struct cli_sse *, cJSON *);
 static void	cli_sse_free(struct cli_sse *);
 
 static int	cli_write_b64(int, const char *);
+static void	cli_print_raw(FILE *, const char *, size_t);
 static void	cli_print_json(const char *, size_t);
 static void	cli_duration(char *, size_t, int64_t);
 static int64_t	cli_parse_time(const char *);
@@ -229,14 +265,25 @@ static int	cli_int(const cJSON *, const char *, int);
 static int	cli_exit_code(const cJSON *, const char *);
 
 static cJSON	*cli_launch_body(struct cli *, const char *);
+static int	cli_listening(int);
+static int	cli_ready_lines(struct cli *, struct buf *, const char *,
+		    size_t);
+static int	cli_ready_log(struct cli *, const char *, char *, size_t,
+		    struct buf [2], int64_t);
+static int	cli_ready(struct cli *, const char *, struct cli_http *);
 static int	cli_run_stdin(cJSON *);
 static int	cli_run_forward(struct cli_run *, int);
 static int	cli_run_wake(void *);
 static int	cli_run_head(void *, struct cli_http *);
 static int	cli_run_body(void *, const char *, size_t);
 static int	cli_run_json(struct cli_http *);
+static int	cli_wait_once(struct cli *, const char *, int64_t,
+		    struct cli_http *, cJSON **, int *);
+static int	cli_poll_once(struct cli *, const char *, const char *,
+		    int64_t, struct cli_http *);
 
 static int	cli_health(struct cli *);
+static int	cli_terminals(struct cli *, struct cli_http *);
 static int	cli_ps(struct cli *);
 static int	cli_start(struct cli *);
 static int	cli_run(struct cli *);
@@ -247,6 +294,7 @@ static int	cli_kill(struct cli *);
 static int	cli_send(struct cli *);
 static int	cli_rm(struct cli *);
 static int	cli_help(struct cli *);
+static void	cli_free(struct cli *);
 
 /* ---------------------------------------------------------------------
  * The grammar.
@@ -264,15 +312,21 @@ static const struct cli_opt cli_opts_none[] = {
 	{ NULL, 0, NULL, 0, NULL }
 };
 
+/* --json: the route's reply on stdout, an error's JSON on stderr. */
+#define CLI_JSON_OPT(what)	{ "json", 0, NULL, OPT_JSON, what }
+
 static const struct cli_opt cli_opts_health[] = {
-	{ "json", 0, NULL, OPT_JSON, "print the agent's JSON reply" },
+	CLI_JSON_OPT("print the agent's JSON reply"),
 	{ NULL, 0, NULL, 0, NULL }
 };
 
 static const struct cli_opt cli_opts_ps[] = {
 	{ "all", 'a', NULL, OPT_ALL, "also list processes that have ended" },
-	{ "json", 0, NULL, OPT_JSON, "print the JSON array of statuses" },
+	CLI_JSON_OPT("print the JSON array of statuses"),
 	{ "boot", 0, "BOOT", OPT_BOOT, "list an earlier boot's processes" },
+	{ "terminals", 0, NULL, OPT_TERMINALS,
+	    "list terminals (GET /v1/terminals; this agent\n"
+	    "has none yet: the agent's 404, exit 1)" },
 	{ NULL, 0, NULL, 0, NULL }
 };
 
@@ -292,6 +346,15 @@ static const struct cli_opt cli_opts_start[] = {
 	CLI_LAUNCH_OPTS,
 	{ "stdin", 0, NULL, OPT_STDIN,
 	    "give the process a stdin pipe, fed by `tend send`" },
+	CLI_JSON_OPT("print the ProcessStatus, not the ID"),
+	{ "ready-port", 0, "PORT", OPT_READY_PORT,
+	    "return once something listens on TCP PORT" },
+	{ "ready-log", 0, "REGEX", OPT_READY_LOG,
+	    "return once a line of its stdout or stderr\n"
+	    "matches REGEX (POSIX extended)" },
+	{ "ready-timeout", 0, "S", OPT_READY_TIMEOUT,
+	    "give up waiting for ready after this long:\n"
+	    "exit 124, the process keeps running (60)" },
 	{ NULL, 0, NULL, 0, NULL }
 };
 
@@ -301,6 +364,8 @@ static const struct cli_opt cli_opts_run[] = {
 	    "pass tend's stdin, read to its end, to the\n"
 	    "process (at most 720 KiB: for more, use\n"
 	    "start --stdin and send)" },
+	CLI_JSON_OPT("print exec's JSON reply (output in base64)\n"
+	    "and exit 0; the exit code is in it"),
 	{ NULL, 0, NULL, 0, NULL }
 };
 
@@ -312,11 +377,16 @@ static const struct cli_opt cli_opts_logs[] = {
 	{ "since", 0, "CURSOR", OPT_SINCE,
 	    "start after this cursor (an SSE event id)" },
 	{ "boot", 0, "BOOT", OPT_BOOT, "read a process of an earlier boot" },
+	CLI_JSON_OPT("print one JSON poll instead: what is stored\n"
+	    "after --since (base64) and the next cursor"),
+	{ "limit-bytes", 0, "N", OPT_LIMIT_BYTES,
+	    "with --json: about N bytes at most (1 MiB)" },
 	{ NULL, 0, NULL, 0, NULL }
 };
 
 static const struct cli_opt cli_opts_status[] = {
 	{ "boot", 0, "BOOT", OPT_BOOT, "read a process of an earlier boot" },
+	CLI_JSON_OPT("print the agent's reply as it came"),
 	{ NULL, 0, NULL, 0, NULL }
 };
 
@@ -324,22 +394,30 @@ static const struct cli_opt cli_opts_wait[] = {
 	{ "timeout", 0, "SECONDS", OPT_TIMEOUT,
 	    "give up after this long: exit 124, the\n"
 	    "process keeps running" },
+	CLI_JSON_OPT("print the final status (the running one on\n"
+	    "timeout) and exit 0 (124 on timeout)"),
 	{ NULL, 0, NULL, 0, NULL }
 };
+
+/* kill, send, rm: nothing to print; --json makes errors JSON. */
+#define CLI_JSON_QUIET	CLI_JSON_OPT("print errors as the agent's JSON object")
 
 static const struct cli_opt cli_opts_kill[] = {
 	{ "signal", 's', "SIGNAL", OPT_SIGNAL,
 	    "a number or name: TERM (default), SIGKILL, 9, ..." },
+	CLI_JSON_QUIET,
 	{ NULL, 0, NULL, 0, NULL }
 };
 
 static const struct cli_opt cli_opts_send[] = {
 	{ "close", 0, NULL, OPT_CLOSE, "close the process's stdin afterwards" },
+	CLI_JSON_QUIET,
 	{ NULL, 0, NULL, 0, NULL }
 };
 
 static const struct cli_opt cli_opts_rm[] = {
 	{ "force", 'f', NULL, OPT_FORCE, "kill the process first if it runs" },
+	CLI_JSON_QUIET,
 	{ NULL, 0, NULL, 0, NULL }
 };
 
@@ -347,7 +425,8 @@ static const struct cli_cmd cli_cmds[] = {
 	{ "health", cli_health, cli_opts_health, "[--json]", 0, 0, 0,
 	    "show the agent's boot ID, version, uptime and counts",
 	    "Show the agent's boot ID, version, uptime and process counts." },
-	{ "ps", cli_ps, cli_opts_ps, "[-a] [--json] [--boot BOOT]", 0, 0, 0,
+	{ "ps", cli_ps, cli_opts_ps,
+	    "[-a] [--json] [--boot BOOT] [--terminals]", 0, 0, 0,
 	    "list this boot's processes",
 	    "List this boot's running processes (all of them with -a): ID,\n"
 	    "PID, STATE, EXIT (code, signal or error), AGE (since start) and\n"
@@ -357,7 +436,9 @@ static const struct cli_cmd cli_cmds[] = {
 	    "start a process in the background and print its ID",
 	    "Start ARGV (looked up in PATH) in its own session and process\n"
 	    "group and print its ID.  The agent stores its output: see\n"
-	    "`tend logs`." },
+	    "`tend logs`.  With --ready-port or --ready-log, return only\n"
+	    "once the process is ready (both, if both are given): exit 6\n"
+	    "if it ends first, 124 if --ready-timeout runs out." },
 	{ "run", cli_run, cli_opts_run, "[OPTIONS] -- ARGV...", 1, -1,
 	    CMD_ORDERED | CMD_LAUNCH | CMD_PROCEXIT,
 	    "run a process, stream its output, exit with its code",
@@ -368,16 +449,22 @@ static const struct cli_cmd cli_cmds[] = {
 	    "run-<pid>-<random hex>; the output stays readable with\n"
 	    "`tend logs`." },
 	{ "logs", cli_logs, cli_opts_logs,
-	    "[-f] [--stdout|--stderr] [--since CURSOR] [--boot BOOT] ID", 1, 1,
+	    "[-f] [--stdout|--stderr] [--since CURSOR] [--boot BOOT] ID\n"
+	    "       tend logs --json [--since CURSOR] [--limit-bytes N] "
+	    "[--boot BOOT] ID", 1, 1,
 	    0, "print a process's stored output",
 	    "Print the output stored for process ID, raw: its stdout to\n"
 	    "stdout, its stderr to stderr.  A gap where the agent dropped\n"
-	    "old output is reported on stderr." },
-	{ "status", cli_status, cli_opts_status, "[--boot BOOT] ID", 1, 1, 0,
+	    "old output is reported on stderr.  With --json, print one\n"
+	    "poll: {\"stdout\",\"stderr\" (base64), \"cursor\", \"ended\"};\n"
+	    "pass its cursor to the next call's --since until ended." },
+	{ "status", cli_status, cli_opts_status, "[--json] [--boot BOOT] ID",
+	    1, 1, 0,
 	    "print a process's status as JSON",
 	    "Print the status of process ID as JSON." },
-	{ "wait", cli_wait, cli_opts_wait, "[--timeout SECONDS] ID", 1, 1,
-	    CMD_PROCEXIT, "wait for a process to end, exit with its code",
+	{ "wait", cli_wait, cli_opts_wait, "[--json] [--timeout SECONDS] ID",
+	    1, 1, CMD_PROCEXIT,
+	    "wait for a process to end, exit with its code",
 	    "Wait until process ID has ended (its whole process group) and\n"
 	    "exit with its exit code.  A process in the error state (lost)\n"
 	    "exits 1 with its message." },
@@ -398,13 +485,22 @@ static const struct cli_cmd cli_cmds[] = {
 
 #define CLI_NCMDS	(sizeof(cli_cmds) / sizeof(cli_cmds[0]))
 
+/* The exit codes, for tend help and every command's help. */
 static const char cli_exits[] =
-    "Exit codes: 0 ok, 1 the agent refused the request, 2 usage error,\n"
-    "3 cannot reach the agent.\n";
-static const char cli_exits_proc[] =
-    "Exit codes: the process's exit code (128+N if killed by signal N),\n"
-    "or 1 the agent refused the request, 2 usage error, 3 cannot reach\n"
-    "the agent.\n";
+    "Exit codes:\n"
+    "  0    ok\n"
+    "  1    the agent refused the request (its error on stderr; JSON\n"
+    "       with --json)\n"
+    "  2    usage error\n"
+    "  3    cannot reach the agent, or the connection broke\n"
+    "  4    no such process\n"
+    "  5    the ID is already taken (start/run --id)\n"
+    "  6    the process ended before it was ready (start --ready-*)\n"
+    "  124  wait --timeout or start --ready-timeout ran out (the process\n"
+    "       keeps running)\n"
+    "run and wait without --json exit with the process's exit code\n"
+    "(128+N if killed by signal N, 1 if lost); with --json they exit 0\n"
+    "once the reply is printed (the code is in it).\n";
 
 /* ---------------------------------------------------------------------
  * Command line parsing and help.
@@ -507,10 +603,9 @@ cli_main_help(FILE *f)
 	fprintf(f, "\nOptions:\n");
 	cli_print_opts(f, cli_opts_common);
 	fprintf(f, "      --version          print tend's version\n\n"
-	    "`tend COMMAND --help` lists the options of a command.\n\n"
-	    "Exit codes: 0 ok, 1 the agent refused the request, 2 usage "
-	    "error,\n3 cannot reach the agent; run and wait exit with the "
-	    "process's\nexit code (128+N if killed by signal N).\n");
+	    "`tend COMMAND --help` lists the options of a command.  Every\n"
+	    "command takes --json: the agent's JSON reply on stdout, an\n"
+	    "error's JSON object on stderr.\n\n%s", cli_exits);
 }
 
 static void
@@ -520,8 +615,7 @@ cli_cmd_help(FILE *f, const struct cli_cmd *cmd)
 	    cmd->synopsis, cmd->help);
 	cli_print_opts(f, cmd->opts);
 	cli_print_opts(f, cli_opts_common);
-	fprintf(f, "\n%s", cmd->flags & CMD_PROCEXIT ? cli_exits_proc :
-	    cli_exits);
+	fprintf(f, "\n%s", cli_exits);
 }
 
 /*
@@ -639,7 +733,7 @@ cli_parse(struct cli *c, int argc, char **argv)
 		    c->args[c->cmd->maxargs]);
 		return CLI_USAGE + 1;
 	}
-	return 0;
+	return cli_check(c);
 }
 
 /* The code of the row that carries a short option's letter. */
@@ -660,6 +754,8 @@ cli_letter(const struct cli_opt *const tabs[2], int letter)
 static int
 cli_setopt(struct cli *c, int code, const char *arg)
 {
+	int64_t	n;
+
 	switch (code) {
 	case OPT_HELP:
 		cli_cmd_help(stdout, c->cmd);
@@ -729,10 +825,94 @@ cli_setopt(struct cli *c, int code, const char *arg)
 	case OPT_FORCE:
 		c->force = 1;
 		break;
+	case OPT_TERMINALS:
+		c->terminals = 1;
+		break;
+	case OPT_LIMIT_BYTES:
+		if ((c->limit_bytes = cli_count(arg)) < 1) {
+			cli_usage_error(c->cmd, "bad --limit-bytes '%s': want "
+			    "a positive number of bytes", arg);
+			return CLI_USAGE + 1;
+		}
+		break;
+	case OPT_READY_PORT:
+		if ((n = cli_count(arg)) < 1 || n > 65535) {
+			cli_usage_error(c->cmd, "bad --ready-port '%s': want "
+			    "1 to 65535", arg);
+			return CLI_USAGE + 1;
+		}
+		c->ready_port = (int)n;
+		break;
+	case OPT_READY_LOG:
+		return cli_setregex(c, arg);
+	case OPT_READY_TIMEOUT:
+		if (cli_seconds(arg, &c->ready_ms) == -1) {
+			cli_usage_error(c->cmd, "bad --ready-timeout '%s': "
+			    "want seconds, e.g. 30 or 1.5", arg);
+			return CLI_USAGE + 1;
+		}
+		break;
 	default:
 		abort();
 	}
 	return 0;
+}
+
+/* --ready-log: compiled now, so that a bad one is a usage error. */
+static int
+cli_setregex(struct cli *c, const char *arg)
+{
+	char	msg[128];
+	int	err;
+
+	if (c->ready_log) {
+		regfree(&c->ready_re);
+		c->ready_log = 0;
+	}
+	if ((err = regcomp(&c->ready_re, arg, REG_EXTENDED | REG_NOSUB))
+	    != 0) {
+		regerror(err, &c->ready_re, msg, sizeof(msg));
+		cli_usage_error(c->cmd, "bad --ready-log '%s': %s", arg, msg);
+		return CLI_USAGE + 1;
+	}
+	c->ready_log = 1;
+	return 0;
+}
+
+/* Options that need or exclude others.  0, or the exit code + 1. */
+static int
+cli_check(struct cli *c)
+{
+	const char	*bad = NULL;
+
+	if (c->ready_ms >= 0 && !c->ready_port && !c->ready_log)
+		bad = "--ready-timeout needs --ready-port or --ready-log";
+	else if (c->json && c->follow)
+		bad = "--json prints one poll: it does not --follow";
+	else if (c->json && c->streams != 0)
+		bad = "--json prints both streams";
+	else if (c->limit_bytes > 0 && !c->json)
+		bad = "--limit-bytes goes with --json";
+	if (bad == NULL)
+		return 0;
+	cli_usage_error(c->cmd, "%s", bad);
+	return CLI_USAGE + 1;
+}
+
+/* A decimal count without sign or suffix, or -1. */
+static int64_t
+cli_count(const char *s)
+{
+	char		*end;
+	long long	 n;
+
+	if (*s < '0' || *s > '9')
+		return -1;
+	errno = 0;
+	n = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0')
+		return -1;
+	return n;
 }
 
 /* Non-negative seconds, fractions allowed, to milliseconds. */
@@ -853,6 +1033,7 @@ cli_escape(struct buf *b, const char *s)
 static int
 cli_proc_target(struct cli_http *h, const char *id, const char *suffix)
 {
+	h->named = 1;
 	if (buf_addstr(&h->target, "/v1/processes/") == -1 ||
 	    cli_escape(&h->target, id) == -1 ||
 	    buf_addstr(&h->target, suffix) == -1)
@@ -982,8 +1163,8 @@ cli_call(struct cli *c, struct cli_http *h)
 
 	if (hclient_open(&hc, c->sock) == -1) {
 		rv = errno;
-		cli_warnx("cannot connect to %s: %s%s", c->sock,
-		    hclient_error(&hc), cli_connect_hint(rv));
+		cli_report(c, "unreachable", "cannot connect to %s: %s%s",
+		    c->sock, hclient_error(&hc), cli_connect_hint(rv));
 		free(body);
 		return CLI_UNREACHABLE;
 	}
@@ -999,8 +1180,8 @@ cli_call(struct cli *c, struct cli_http *h)
 		rv = hclient_send(&hc, &req);
 	free(body);
 	if (rv == -1) {
-		cli_warnx("cannot send to the agent at %s: %s", c->sock,
-		    hclient_error(&hc));
+		cli_report(c, "unreachable", "cannot send to the agent at %s: "
+		    "%s", c->sock, hclient_error(&hc));
 		hclient_close(&hc);
 		return CLI_UNREACHABLE;
 	}
@@ -1015,8 +1196,8 @@ cli_call(struct cli *c, struct cli_http *h)
 		/* A refusal that broke off is still a refusal. */
 		if (h->status / 100 != 2 && h->status != 0)
 			goto refused;
-		cli_warnx("lost the connection to the agent: %s",
-		    hclient_error(&hc));
+		cli_report(c, "unreachable", "lost the connection to the "
+		    "agent: %s", hclient_error(&hc));
 		hclient_close(&hc);
 		return CLI_UNREACHABLE;
 	}
@@ -1026,24 +1207,81 @@ cli_call(struct cli *c, struct cli_http *h)
  refused:
 	hclient_close(&hc);
 	if (!h->quiet)
-		cli_print_error(h);
-	return CLI_REFUSED;
+		cli_print_error(c, h);
+	return cli_refusal(h);
 }
 
-/* The error's message: {"error":"...","code":"..."}. */
+/* The exit code of an error reply: its class, for a caller to branch on. */
+static int
+cli_refusal(const struct cli_http *h)
+{
+	const char	*code;
+	cJSON		*j;
+	int		 rv = CLI_REFUSED;
+
+	j = cli_reply_json(h);
+	code = cli_str(j, "code");
+	if (h->status == 404 && h->named)
+		rv = CLI_NOSUCH;
+	else if (code != NULL && strcmp(code, "id_taken") == 0)
+		rv = CLI_TAKEN;
+	cJSON_Delete(j);
+	return rv;
+}
+
+/*
+ * An error reply: its message, or with --json the agent's JSON object as
+ * it came ({"error":"...","code":"..."}).
+ */
 static void
-cli_print_error(const struct cli_http *h)
+cli_print_error(const struct cli *c, const struct cli_http *h)
 {
 	const char	*msg, *reason;
 	cJSON		*j;
 
 	j = cli_reply_json(h);
-	if ((msg = cli_str(j, "error")) != NULL && *msg != '\0')
-		cli_warnx("%s", msg);
+	msg = cli_str(j, "error");
+	if (c->json && msg != NULL) {
+		fflush(stdout);
+		cli_print_raw(stderr, buf_head(&h->reply),
+		    buf_avail(&h->reply));
+	} else if (msg != NULL && *msg != '\0')
+		cli_report(c, "refused", "%s", msg);
 	else {
 		reason = http_status_str((enum http_status)h->status);
-		cli_warnx("the agent replied %d %s", h->status, reason);
+		cli_report(c, "refused", "the agent replied %d %s", h->status,
+		    reason);
 	}
+	cJSON_Delete(j);
+}
+
+/*
+ * A failure that is not the agent's reply: "tend: msg", or with --json
+ * the same shape as the agent's errors, {"error":msg,"code":code}.
+ */
+static void
+cli_report(const struct cli *c, const char *code, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	 msg[512], *s;
+	cJSON	*j;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!c->json) {
+		cli_warnx("%s", msg);
+		return;
+	}
+	fflush(stdout);
+	if ((j = cJSON_CreateObject()) != NULL &&
+	    cJSON_AddStringToObject(j, "error", msg) != NULL &&
+	    cJSON_AddStringToObject(j, "code", code) != NULL &&
+	    (s = cJSON_PrintUnformatted(j)) != NULL) {
+		fprintf(stderr, "%s\n", s);
+		free(s);
+	} else
+		cli_warnx("%s", msg);
 	cJSON_Delete(j);
 }
 
@@ -1232,6 +1470,15 @@ cli_write_b64(int fd, const char *s)
 	return rv;
 }
 
+/* A reply as it came, and a newline: what --json prints. */
+static void
+cli_print_raw(FILE *f, const char *d, size_t n)
+{
+	fwrite(d, 1, n, f);
+	if (n == 0 || d[n - 1] != '\n')
+		fputc('\n', f);
+}
+
 /* JSON indented for a reader; what cannot be parsed, as it came. */
 static void
 cli_print_json(const char *d, size_t n)
@@ -1394,7 +1641,7 @@ cli_health(struct cli *c)
 	if ((rv = cli_call(c, &h)) != CLI_OK)
 		goto done;
 	if (c->json) {
-		cli_print_json(buf_head(&h.reply), buf_avail(&h.reply));
+		cli_print_raw(stdout, buf_head(&h.reply), buf_avail(&h.reply));
 		goto done;
 	}
 	if ((j = cli_reply_json(&h)) == NULL) {
@@ -1421,6 +1668,23 @@ cli_health(struct cli *c)
 	return rv;
 }
 
+/*
+ * ps --terminals: the terminals route's reply as it came.  This agent has
+ * no terminals yet: it answers 404, and tend exits 1 with its error.
+ */
+static int
+cli_terminals(struct cli *c, struct cli_http *h)
+{
+	int	rv;
+
+	if (buf_addstr(&h->target, "/v1/terminals") == -1)
+		return CLI_REFUSED;
+	if ((rv = cli_call(c, h)) == CLI_OK)
+		cli_print_raw(stdout, buf_head(&h->reply), buf_avail(&h->reply));
+	cli_http_free(h);
+	return rv;
+}
+
 /* The table columns, in order. */
 enum { PS_ID, PS_PID, PS_STATE, PS_EXIT, PS_AGE, PS_COMMAND, PS_NCOLS };
 
@@ -1442,13 +1706,15 @@ cli_ps(struct cli *c)
 
 	cli_http_init(&h, "GET");
 	h.boot = c->boot;
+	if (c->terminals)
+		return cli_terminals(c, &h);
 	if (buf_addstr(&h.target, "/v1/processes") == -1 ||
 	    (!c->all && cli_query(&h, "state", "running") == -1))
 		return CLI_REFUSED;
 	if ((rv = cli_call(c, &h)) != CLI_OK)
 		goto done;
 	if (c->json) {
-		cli_print_json(buf_head(&h.reply), buf_avail(&h.reply));
+		cli_print_raw(stdout, buf_head(&h.reply), buf_avail(&h.reply));
 		goto done;
 	}
 	if ((j = cli_reply_json(&h)) == NULL || !cJSON_IsArray(j)) {
@@ -1589,17 +1855,204 @@ cli_start(struct cli *c)
 		cli_http_free(&h);
 		return CLI_REFUSED;
 	}
-	if ((rv = cli_call(c, &h)) == CLI_OK) {
-		j = cli_reply_json(&h);
-		if ((id = cli_str(j, "id")) != NULL)
-			printf("%s\n", id);
-		else {
-			cli_warnx("bad reply from the agent: no id");
-			rv = CLI_REFUSED;
-		}
-		cJSON_Delete(j);
+	if ((rv = cli_call(c, &h)) != CLI_OK) {
+		cli_http_free(&h);
+		return rv;
 	}
+	j = cli_reply_json(&h);
+	if ((id = cli_str(j, "id")) == NULL) {
+		cli_report(c, "bad_reply", "bad reply from the agent: no id");
+		rv = CLI_REFUSED;
+	} else if (c->ready_port || c->ready_log)
+		rv = cli_ready(c, id, &h);
+	if (rv == CLI_OK || rv == CLI_NOTREADY || rv == CLI_TIMEDOUT) {
+		if (c->json)
+			cli_print_raw(stdout, buf_head(&h.reply),
+			    buf_avail(&h.reply));
+		else
+			printf("%s\n", id);
+	}
+	cJSON_Delete(j);
 	cli_http_free(&h);
+	return rv;
+}
+
+/* ---------------------------------------------------------------------
+ * start --ready-port, --ready-log: one exec instead of a polling loop.
+ */
+
+/*
+ * Whether a socket listens on TCP port, in this network namespace: the
+ * local address of a LISTEN (0A) row of /proc/net/tcp or tcp6, e.g.
+ * "   0: 00000000:1F90 00000000:0000 0A ...".
+ */
+static int
+cli_listening(int port)
+{
+	static const char *const	 files[] = {
+		"/proc/net/tcp", "/proc/net/tcp6"
+	};
+	char				 line[CLI_NETLINE_MAX], *p;
+	unsigned int			 lport, st;
+	size_t				 i;
+	FILE				*f;
+	int				 found = 0;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]) && !found; i++) {
+		if ((f = fopen(files[i], "re")) == NULL)
+			continue;	/* no IPv6 in this kernel */
+		while (!found && fgets(line, sizeof(line), f) != NULL) {
+			/* The local address ends at the first space after it. */
+			if ((p = strchr(line, ':')) == NULL ||
+			    (p = strchr(p + 2, ':')) == NULL)
+				continue;
+			if (sscanf(p + 1, "%x %*s %x", &lport, &st) == 2 &&
+			    (int)lport == port && st == 0x0A)
+				found = 1;
+		}
+		fclose(f);
+	}
+	return found;
+}
+
+/*
+ * Complete lines of one stream against --ready-log: 1 on a match, 0 not
+ * yet, -1 out of memory.  A line in pieces waits in line for its end; a
+ * longer one is judged on its first CLI_READY_LINE_MAX bytes.
+ */
+static int
+cli_ready_lines(struct cli *c, struct buf *line, const char *d, size_t n)
+{
+	const char	*nl;
+	size_t		 k, room;
+
+	while (n > 0) {
+		nl = memchr(d, '\n', n);
+		k = nl != NULL ? (size_t)(nl - d) : n;
+		room = CLI_READY_LINE_MAX - buf_avail(line);
+		if (buf_add(line, d, k < room ? k : room) == -1)
+			return -1;
+		if (nl == NULL)
+			return 0;
+		if (buf_add(line, "", 1) == -1)
+			return -1;
+		if (regexec(&c->ready_re, buf_head(line), 0, NULL, 0) == 0)
+			return 1;
+		buf_reset(line);
+		d = nl + 1;
+		n -= k + 1;
+	}
+	return 0;
+}
+
+/*
+ * Poll the output after *cursor until nothing more is stored now (or the
+ * deadline: a writer may outrun the polls); 1 when a line matched, 0 not
+ * yet, or -(exit code + 1).
+ */
+static int
+cli_ready_log(struct cli *c, const char *id, char *cursor, size_t cursorlen,
+    struct buf line[2], int64_t deadline)
+{
+	static const char *const	 streams[2] = { "stdout", "stderr" };
+	struct cli_http			 h;
+	struct buf			 raw = { 0 };
+	const char			*s, *next;
+	cJSON				*j;
+	int				 rv, k, hit = 0, more = 1;
+
+	while (more && !hit && codec_mono_ms() < deadline) {
+		if ((rv = cli_poll_once(c, id, cursor[0] ? cursor : NULL, -1,
+		    &h)) != CLI_OK)
+			return -(rv + 1);
+		j = cli_reply_json(&h);
+		if ((next = cli_str(j, "cursor")) == NULL ||
+		    strlen(next) >= cursorlen) {
+			cli_report(c, "bad_reply", "bad reply from the agent: "
+			    "no cursor");
+			hit = -(CLI_REFUSED + 1);
+			goto next;
+		}
+		more = strcmp(next, cursor) != 0;
+		snprintf(cursor, cursorlen, "%s", next);
+		for (k = 0; k < 2 && hit == 0; k++) {
+			buf_reset(&raw);
+			if ((s = cli_str(j, streams[k])) == NULL ||
+			    codec_b64_decode(&raw, s, strlen(s)) == -1) {
+				cli_report(c, "bad_reply", "bad reply from the "
+				    "agent: %s is not base64", streams[k]);
+				hit = -(CLI_REFUSED + 1);
+			} else if ((hit = cli_ready_lines(c, &line[k],
+			    buf_head(&raw), buf_avail(&raw))) == -1) {
+				cli_warnx("out of memory");
+				hit = -(CLI_REFUSED + 1);
+			}
+		}
+ next:
+		cJSON_Delete(j);
+		cli_http_free(&h);
+	}
+	buf_free(&raw);
+	return hit;
+}
+
+/*
+ * Until the process is ready, has ended, or --ready-timeout ran out;
+ * the wait route doubles as the pause between checks, and ends it early
+ * when the process ends.  h then holds the process's latest status.
+ */
+static int
+cli_ready(struct cli *c, const char *id, struct cli_http *h)
+{
+	struct buf	 line[2] = { { 0 }, { 0 } };
+	struct cli_http	 w;
+	char		 cursor[CURSOR_MAX + 64] = "";
+	int64_t		 deadline, left;
+	cJSON		*st;
+	int		 port_ok = !c->ready_port, log_ok = !c->ready_log;
+	int		 rv, running, r;
+
+	deadline = codec_mono_ms() + (c->ready_ms >= 0 ? c->ready_ms :
+	    CLI_READY_TIMEOUT);
+	for (;;) {
+		if (!log_ok) {
+			if ((r = cli_ready_log(c, id, cursor, sizeof(cursor),
+			    line, deadline)) < 0) {
+				rv = -r - 1;
+				break;
+			}
+			log_ok = r;
+		}
+		if (!port_ok)
+			port_ok = cli_listening(c->ready_port);
+		left = deadline - codec_mono_ms();
+		if (port_ok && log_ok)
+			left = 0;	/* no pause: just a fresh status */
+		else if (left > CLI_READY_POLL)
+			left = CLI_READY_POLL;
+		if ((rv = cli_wait_once(c, id, left > 0 ? left : 1, &w, &st,
+		    &running)) != CLI_OK)
+			break;
+		cJSON_Delete(st);
+		cli_http_free(h);
+		*h = w;			/* the latest status */
+		if (!running) {
+			cli_report(c, "ended", "process '%s' ended before it "
+			    "was ready (see `tend status %s`)", id, id);
+			rv = CLI_NOTREADY;
+			break;
+		}
+		if (port_ok && log_ok)
+			break;
+		if (codec_mono_ms() >= deadline) {
+			cli_report(c, "timeout", "process '%s' is not ready "
+			    "after the --ready-timeout (it keeps running)", id);
+			rv = CLI_TIMEDOUT;
+			break;
+		}
+	}
+	buf_free(&line[0]);
+	buf_free(&line[1]);
 	return rv;
 }
 
@@ -1661,8 +2114,9 @@ cli_run_forward(struct cli_run *r, int signo)
 		return -1;
 	}
 	/* Too late (409: it ended) is no error: the stream tells the end. */
-	if (cli_call(r->c, &h) == CLI_REFUSED && h.status != 409)
-		cli_print_error(&h);
+	if (cli_call(r->c, &h) != CLI_OK && h.status != 409 &&
+	    h.status != 404 && h.status != 0)
+		cli_print_error(r->c, &h);
 	cli_http_free(&h);
 	return 0;
 }
@@ -1699,6 +2153,8 @@ cli_run_head(void *arg, struct cli_http *h)
 		return 0;
 	r->started = 1;
 	r->sse_mode = strncasecmp(h->ctype, "text/event-stream", 17) == 0;
+	if (!r->sse_mode)
+		h->stream = NULL;	/* exec's JSON: kept in h->reply */
 	for (i = 0; i < r->npending; i++)
 		cli_run_forward(r, r->pending[i]);
 	r->npending = 0;
@@ -1771,7 +2227,12 @@ cli_run(struct cli *c)
 	}
 
 	cli_http_init(&h, "POST");
-	h.accept = "text/event-stream";
+	h.accept = c->json ? "application/json" : "text/event-stream";
+	/*
+	 * exec's JSON reply comes when the process has ended: a signal is
+	 * passed on at once (lost if the process does not exist yet).
+	 */
+	r.started = c->json;
 	if (buf_addstr(&h.target, "/v1/exec") == -1 ||
 	    (h.json = cli_launch_body(c, r.id)) == NULL) {
 		cli_warnx("out of memory");
@@ -1801,7 +2262,9 @@ cli_run(struct cli *c)
 	h.failcode = CLI_UNREACHABLE;
 
 	rv = cli_call(c, &h);
-	if (rv == CLI_OK && !r.sse_mode)
+	if (rv == CLI_OK && c->json && !r.sse_mode)
+		cli_print_raw(stdout, buf_head(&h.reply), buf_avail(&h.reply));
+	else if (rv == CLI_OK && !r.sse_mode)
 		rv = cli_run_json(&h);
 	else if (rv == CLI_OK && r.sse.ended)
 		rv = r.sse.code < 0 ? CLI_REFUSED : r.sse.code;
@@ -1818,6 +2281,33 @@ cli_run(struct cli *c)
 	return rv;
 }
 
+/*
+ * One JSON poll of a process's output after since (NULL: from the start):
+ * {"stdout","stderr" (base64),"cursor","ended"}.  The reply is in h (the
+ * caller frees it) when CLI_OK.
+ */
+static int
+cli_poll_once(struct cli *c, const char *id, const char *since,
+    int64_t limit, struct cli_http *h)
+{
+	char	arg[24];
+	int	rv;
+
+	cli_http_init(h, "GET");
+	h->accept = "application/json";
+	h->boot = c->boot;
+	snprintf(arg, sizeof(arg), "%lld", (long long)limit);
+	if (cli_proc_target(h, id, "/logs") == -1 ||
+	    (since != NULL && cli_query(h, "since", since) == -1) ||
+	    (limit > 0 && cli_query(h, "limitBytes", arg) == -1)) {
+		cli_http_free(h);
+		return CLI_REFUSED;
+	}
+	if ((rv = cli_call(c, h)) != CLI_OK)
+		cli_http_free(h);
+	return rv;
+}
+
 static int
 cli_logs(struct cli *c)
 {
@@ -1825,6 +2315,14 @@ cli_logs(struct cli *c)
 	struct cli_http	 h;
 	int		 rv;
 
+	if (c->json) {
+		if ((rv = cli_poll_once(c, c->args[0], c->since,
+		    c->limit_bytes, &h)) != CLI_OK)
+			return rv;
+		cli_print_raw(stdout, buf_head(&h.reply), buf_avail(&h.reply));
+		cli_http_free(&h);
+		return CLI_OK;
+	}
 	memset(&s, 0, sizeof(s));
 	s.streams = c->streams;
 	cli_http_init(&h, "GET");
@@ -1864,10 +2362,48 @@ cli_status(struct cli *c)
 	h.boot = c->boot;
 	if (cli_proc_target(&h, c->args[0], "") == -1)
 		return CLI_REFUSED;
-	if ((rv = cli_call(c, &h)) == CLI_OK)
+	if ((rv = cli_call(c, &h)) == CLI_OK && c->json)
+		cli_print_raw(stdout, buf_head(&h.reply), buf_avail(&h.reply));
+	else if (rv == CLI_OK)
 		cli_print_json(buf_head(&h.reply), buf_avail(&h.reply));
 	cli_http_free(&h);
 	return rv;
+}
+
+/*
+ * One POST .../wait?timeout=ms.  CLI_OK with the reply in h (the caller
+ * frees it) and its status in *st, *running set; or an exit code.
+ */
+static int
+cli_wait_once(struct cli *c, const char *id, int64_t ms, struct cli_http *h,
+    cJSON **st, int *running)
+{
+	const char	*state;
+	char		 arg[24];
+	int		 rv;
+
+	*st = NULL;
+	snprintf(arg, sizeof(arg), "%lld", (long long)(ms < 1 ? 1 : ms));
+	cli_http_init(h, "POST");
+	if (cli_proc_target(h, id, "/wait") == -1 ||
+	    cli_query(h, "timeout", arg) == -1) {
+		cli_http_free(h);
+		return CLI_REFUSED;
+	}
+	if ((rv = cli_call(c, h)) != CLI_OK) {
+		cli_http_free(h);
+		return rv;
+	}
+	if ((*st = cli_reply_json(h)) == NULL ||
+	    (state = cli_str(*st, "state")) == NULL) {
+		cli_report(c, "bad_reply", "bad reply from the agent: no state");
+		cJSON_Delete(*st);
+		*st = NULL;
+		cli_http_free(h);
+		return CLI_REFUSED;
+	}
+	*running = strcmp(state, "running") == 0;
+	return CLI_OK;
 }
 
 /*
@@ -1878,11 +2414,9 @@ static int
 cli_wait(struct cli *c)
 {
 	struct cli_http	 h;
-	const char	*state;
-	char		 ms[24];
 	int64_t		 deadline = -1, piece;
 	cJSON		*j;
-	int		 rv;
+	int		 rv, running, late;
 
 	if (c->timeout_ms >= 0)
 		deadline = codec_mono_ms() + c->timeout_ms;
@@ -1890,39 +2424,27 @@ cli_wait(struct cli *c)
 		piece = CLI_WAIT_PIECE;
 		if (deadline >= 0 && deadline - codec_mono_ms() < piece)
 			piece = deadline - codec_mono_ms();
-		if (piece < 1)
-			piece = 1;
-		snprintf(ms, sizeof(ms), "%lld", (long long)piece);
-		cli_http_init(&h, "POST");
-		if (cli_proc_target(&h, c->args[0], "/wait") == -1 ||
-		    cli_query(&h, "timeout", ms) == -1) {
-			cli_http_free(&h);
-			return CLI_REFUSED;
-		}
-		if ((rv = cli_call(c, &h)) != CLI_OK) {
-			cli_http_free(&h);
+		if ((rv = cli_wait_once(c, c->args[0], piece, &h, &j,
+		    &running)) != CLI_OK)
 			return rv;
-		}
-		if ((j = cli_reply_json(&h)) == NULL ||
-		    (state = cli_str(j, "state")) == NULL) {
-			cli_warnx("bad reply from the agent: no state");
-			cJSON_Delete(j);
-			cli_http_free(&h);
-			return CLI_REFUSED;
-		}
-		cli_http_free(&h);
-		if (strcmp(state, "running") != 0) {
-			rv = cli_exit_code(j, c->args[0]);
-			cJSON_Delete(j);
-			return rv < 0 ? CLI_REFUSED : rv;
-		}
+		late = running && deadline >= 0 && codec_mono_ms() >= deadline;
+		if (!running || late)
+			break;
 		cJSON_Delete(j);
-		if (deadline >= 0 && codec_mono_ms() >= deadline) {
-			cli_warnx("process '%s' still runs after the timeout",
-			    c->args[0]);
-			return CLI_TIMEDOUT;
-		}
+		cli_http_free(&h);
 	}
+	if (c->json) {
+		cli_print_raw(stdout, buf_head(&h.reply), buf_avail(&h.reply));
+		rv = late ? CLI_TIMEDOUT : CLI_OK;
+	} else if (late) {
+		cli_warnx("process '%s' still runs after the timeout",
+		    c->args[0]);
+		rv = CLI_TIMEDOUT;
+	} else if ((rv = cli_exit_code(j, c->args[0])) < 0)
+		rv = CLI_REFUSED;
+	cJSON_Delete(j);
+	cli_http_free(&h);
+	return rv;
 }
 
 static int
@@ -2000,6 +2522,16 @@ cli_help(struct cli *c)
  * Entry point.
  */
 
+static void
+cli_free(struct cli *c)
+{
+	cJSON_Delete(c->env);
+	c->env = NULL;
+	if (c->ready_log)
+		regfree(&c->ready_re);
+	c->ready_log = 0;
+}
+
 int
 cli_main(int argc, char **argv)
 {
@@ -2009,6 +2541,8 @@ cli_main(int argc, char **argv)
 
 	memset(&c, 0, sizeof(c));
 	c.timeout_ms = -1;
+	c.limit_bytes = -1;
+	c.ready_ms = -1;
 	c.sock = (s = getenv("TEND_SOCKET")) != NULL && *s != '\0' ? s :
 	    CLI_SOCKET;
 
@@ -2019,11 +2553,11 @@ cli_main(int argc, char **argv)
 		return CLI_USAGE;
 	}
 	if ((rv = cli_parse(&c, argc - i, argv + i)) != 0) {
-		cJSON_Delete(c.env);
+		cli_free(&c);
 		return rv - 1;
 	}
 	rv = c.cmd->run(&c);
-	cJSON_Delete(c.env);
+	cli_free(&c);
 	if (fflush(stdout) == EOF || ferror(stdout)) {
 		cli_warnx("writing the output: %s", strerror(errno));
 		if (rv == CLI_OK)

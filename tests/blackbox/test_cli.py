@@ -1,11 +1,15 @@
 """Black-box tests of the command line (`tend ps`, `run`, `logs`, ...): the
 client subcommands of $TEND_BIN against a live agent, PID 1 of its own PID
-namespace.  What is checked is what an operator sees: stdout, stderr and the
-exit code (0 ok, 1 refused by the agent, 2 usage, 3 agent unreachable; run
-and wait pass the process's exit code through)."""
+namespace.  What is checked is what an operator or an exec-driven program
+sees: stdout, stderr and the exit code (0 ok, 1 refused by the agent, 2
+usage, 3 agent unreachable, 4 no such process, 5 ID taken, 6 ended before
+ready, 124 timeout; run and wait pass the process's exit code through), and
+with --json the route's own reply, compared with what the agent answers."""
+import base64
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -192,7 +196,8 @@ class TestStartLogs(CliCase):
 
     def test_start_taken_id_refused(self):
         self.start("taken", "true")
-        self.assertOneLineError(self.tend("start", "--id", "taken", "--", "true"), 1)
+        # 5: the ID is someone else's (claim-once is one exec).
+        self.assertOneLineError(self.tend("start", "--id", "taken", "--", "true"), 5)
 
     def test_logs_follow_until_end(self):
         self.start("follow", "sh", "-c",
@@ -353,7 +358,7 @@ class TestStatusRm(CliCase):
         self.start("rm-me", "sleep", "30")
         self.assertOneLineError(self.tend("rm", "rm-me"), 1)
         self.ok("rm", "-f", "rm-me")
-        self.assertOneLineError(self.tend("status", "rm-me"), 1)
+        self.assertOneLineError(self.tend("status", "rm-me"), 4)
 
 
 class TestErrors(CliCase):
@@ -363,7 +368,7 @@ class TestErrors(CliCase):
         for cmd in (("status",), ("logs",), ("wait",), ("kill",), ("rm",)):
             with self.subTest(cmd=cmd):
                 r = self.tend(*cmd, "nosuch")
-                self.assertEqual(self.assertOneLineError(r, 1), want)
+                self.assertEqual(self.assertOneLineError(r, 4), want)
                 self.assertEqual(r.stdout, b"")
 
     def test_no_agent(self):
@@ -435,6 +440,363 @@ class TestHelpHealth(CliCase):
         self.assertIn(boot, out)
         j = json.loads(self.ok("health", "--json").stdout)
         self.assertEqual(j["bootId"], boot)
+
+
+
+# ---------------------------------------------------------------- the CLI as an API
+
+def free_port(family=socket.AF_INET, host="127.0.0.1"):
+    """A TCP port nothing listens on right now."""
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+class ApiCase(CliCase):
+    """Helpers to compare the client's --json output with the route's reply."""
+
+    def route(self, method, path, body=None, headers=None):
+        r = self.agent.request(method, path, body=body, headers=headers)
+        return r
+
+    def assertRaw(self, r, route_body):
+        """stdout is the route's body as it came, and a newline."""
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(r.stdout, route_body + b"\n")
+        return json.loads(r.stdout)
+
+    def assertJsonError(self, r, code, route=None, err_code=None):
+        """The exit code, nothing on stdout, one JSON error object on stderr
+        (the route's own, when given)."""
+        self.assertEqual(r.returncode, code, r)
+        self.assertEqual(r.stdout, b"", r)
+        self.assertTrue(r.stderr.endswith(b"\n") and r.stderr.count(b"\n") == 1, r)
+        j = json.loads(r.stderr)
+        self.assertIsInstance(j.get("error"), str, j)
+        self.assertIsInstance(j.get("code"), str, j)
+        if route is not None:
+            self.assertEqual(r.stderr, route.body + b"\n")
+        if err_code is not None:
+            self.assertEqual(j["code"], err_code, j)
+        return j
+
+
+class TestJson(ApiCase):
+    """Every command's --json is the route's reply, byte for byte."""
+
+    def ended(self, pid_id, *argv):
+        self.start(pid_id, *argv)
+        self.agent.wait_ended(pid_id)
+        return pid_id
+
+    def test_health(self):
+        r = self.ok("health", "--json")
+        self.assertEqual(r.stdout.count(b"\n"), 1, "one line, as the agent sent it")
+        got = json.loads(r.stdout)
+        want = self.agent.health()
+        self.assertGreaterEqual(got.pop("uptimeMs"), 0)
+        want.pop("uptimeMs")
+        self.assertEqual(got, want)
+
+    def test_ps(self):
+        self.start("js-ps-run", "sleep", "30")
+        self.ended("js-ps-done", "sh", "-c", "exit 2")
+        self.addCleanup(self.tend, "kill", "-s", "KILL", "js-ps-run")
+        for args, path in ((("ps", "--json"), "/v1/processes?state=running"),
+                           (("ps", "-a", "--json"), "/v1/processes")):
+            with self.subTest(args=args):
+                want = self.route("GET", path).body
+                arr = self.assertRaw(self.ok(*args), want)
+                self.assertIn("js-ps-run", [p["id"] for p in arr])
+                self.assertEqual("js-ps-done" in [p["id"] for p in arr], "-a" in args)
+
+    def test_ps_terminals_is_the_agents_404(self):
+        # No terminals in this agent yet: the route's own error, exit 1.
+        want = self.route("GET", "/v1/terminals")
+        self.assertEqual(want.status, 404)
+        self.assertJsonError(self.tend("ps", "--terminals", "--json"), 1, route=want)
+
+    def test_start_status_wait(self):
+        r = self.ok("start", "--id", "js-st", "--json", "--", "sh", "-c", "echo out; exit 3")
+        st = json.loads(r.stdout)
+        self.assertEqual(r.stdout.count(b"\n"), 1)
+        self.assertEqual((st["id"], st["command"], st["bootId"]),
+                         ("js-st", ["sh", "-c", "echo out; exit 3"], self.agent.health()["bootId"]))
+        self.assertIn(st["state"], ("running", "exited"))
+        # wait --json: the final status, exit 0 although the process exited 3.
+        wait = self.route("POST", "/v1/processes/js-st/wait?timeout=10000", b"")
+        got = self.assertRaw(self.ok("wait", "--json", "js-st"), wait.body)
+        self.assertEqual(got["exit"]["code"], 3)
+        self.assertRaw(self.ok("status", "--json", "js-st"),
+                       self.route("GET", "/v1/processes/js-st").body)
+        # Without --json, wait still exits with the process's code.
+        self.assertEqual(self.tend("wait", "js-st").returncode, 3)
+
+    def test_wait_timeout_prints_the_running_status(self):
+        self.start("js-wt", "sleep", "30")
+        self.addCleanup(self.tend, "kill", "-s", "KILL", "js-wt")
+        r = self.tend("wait", "--json", "--timeout", "0.3", "js-wt")
+        self.assertEqual(r.returncode, 124, r)
+        st = json.loads(r.stdout)
+        self.assertEqual((st["id"], st["state"]), ("js-wt", "running"))
+        self.assertEqual(st, json.loads(self.route("GET", "/v1/processes/js-wt").body))
+
+    def test_logs_poll(self):
+        self.ended("js-logs", "sh", "-c", "echo one; echo two >&2; echo three")
+        accept = {"Accept": "application/json"}
+        want = self.route("GET", "/v1/processes/js-logs/logs", headers=accept).body
+        j = self.assertRaw(self.ok("logs", "--json", "js-logs"), want)
+        self.assertEqual(base64.b64decode(j["stdout"]), b"one\nthree\n")
+        self.assertEqual(base64.b64decode(j["stderr"]), b"two\n")
+        self.assertTrue(j["ended"])
+        # --limit-bytes and --since are the route's limitBytes and since.
+        first = self.route("GET", "/v1/processes/js-logs/logs?limitBytes=1", headers=accept)
+        c = first.json["cursor"]
+        self.assertRaw(self.ok("logs", "--json", "--limit-bytes", "1", "js-logs"), first.body)
+        self.assertRaw(self.ok("logs", "--json", "--since", c, "js-logs"),
+                       self.route("GET", "/v1/processes/js-logs/logs?since=" + c,
+                                  headers=accept).body)
+
+    def test_run_is_the_exec_reply(self):
+        argv = ["sh", "-c", "printf 'a\\0b'; echo err >&2; exit 3"]
+        r = self.ok("run", "--json", "--", *argv)
+        got = json.loads(r.stdout)
+        want = self.route("POST", "/v1/exec", {"argv": argv}).json
+        self.assertEqual(set(got), set(want))
+        for k in ("exit", "stdout", "stderr", "truncated"):
+            self.assertEqual(got[k], want[k], k)
+        self.assertEqual(base64.b64decode(got["stdout"]), b"a\0b")
+        self.assertEqual(got["exit"]["code"], 3)
+        # The run is a record like any other.
+        self.assertEqual(self.route("GET", "/v1/processes/" + got["id"]).status, 200)
+
+    def test_run_stdin_json(self):
+        r = self.tend("run", "--json", "--stdin", "--", "wc", "-c", input=b"12345")
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(base64.b64decode(json.loads(r.stdout)["stdout"]).split(), [b"5"])
+
+    def test_kill_send_rm_print_nothing(self):
+        self.start("js-quiet", "cat", opts=("--stdin",))
+        for args in (("send", "--json", "js-quiet"), ("send", "--json", "--close", "js-quiet")):
+            r = self.tend(*args, input=b"x")
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"", b""), r)
+        self.agent.wait_ended("js-quiet")
+        self.start("js-quiet2", "sleep", "30")
+        for args in (("kill", "--json", "js-quiet2"), ("rm", "--json", "js-quiet")):
+            r = self.tend(*args)
+            self.assertEqual((r.returncode, r.stdout, r.stderr), (0, b"", b""), r)
+        self.agent.wait_ended("js-quiet2")
+
+    def test_errors_are_the_routes_json(self):
+        want = self.route("GET", "/v1/processes/nosuch")
+        for args in (("status", "--json", "nosuch"), ("wait", "--json", "nosuch"),
+                     ("logs", "--json", "nosuch"), ("kill", "--json", "nosuch"),
+                     ("rm", "--json", "nosuch")):
+            with self.subTest(args=args):
+                self.assertJsonError(self.tend(*args), 4, route=want)
+        self.ended("js-err", "true")
+        want = self.route("POST", "/v1/processes/js-err/kill", {})
+        self.assertEqual(want.status, 409)
+        self.assertJsonError(self.tend("kill", "--json", "js-err"), 1, route=want)
+
+    def test_unreachable_is_json_too(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.tend("-S", os.path.join(d, "none"), "status", "--json", "x", sock=False)
+            j = self.assertJsonError(r, 3, err_code="unreachable")
+            self.assertIn("cannot connect", j["error"])
+
+
+class TestExitCodes(ApiCase):
+    """One test per exit code of the table in README and `tend help`."""
+
+    def test_0_ok(self):
+        self.assertEqual(self.tend("health").returncode, 0)
+        self.assertRaw(self.ok("status", "--json", self.start("ec-0", "true")),
+                       self.route("GET", "/v1/processes/ec-0").body)
+
+    def test_1_refused(self):
+        self.start("ec-1", "true")
+        self.agent.wait_ended("ec-1")
+        r = self.tend("kill", "ec-1")
+        self.assertEqual(r.returncode, 1, r)
+        self.assertJsonError(self.tend("kill", "--json", "ec-1"), 1, err_code="not_running")
+
+    def test_2_usage(self):
+        for args, why in ((("start", "--ready-port", "0", "--", "true"), b"bad --ready-port"),
+                          (("start", "--ready-port", "4294967376", "--", "true"),
+                           b"bad --ready-port"),
+                          (("start", "--ready-log", "(", "--", "true"), b"bad --ready-log"),
+                          (("start", "--ready-timeout", "1", "--", "true"), b"needs --ready-"),
+                          (("logs", "--json", "-f", "x"), b"--follow"),
+                          (("logs", "--limit-bytes", "5", "x"), b"goes with --json")):
+            with self.subTest(args=args):
+                r = self.tend(*args)
+                self.assertUsage(r)
+                self.assertIn(why, r.stderr)
+
+    def test_3_unreachable(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = self.tend("-S", os.path.join(d, "none"), "ps", sock=False)
+            self.assertEqual(r.returncode, 3, r)
+            r = self.tend("-S", os.path.join(d, "none"), "logs", "--json", "x", sock=False)
+            self.assertJsonError(r, 3, err_code="unreachable")
+
+    def test_4_no_such_process(self):
+        for args in (("status", "ec-none"), ("wait", "ec-none"), ("logs", "ec-none"),
+                     ("kill", "ec-none"), ("rm", "ec-none"), ("send", "ec-none")):
+            with self.subTest(args=args):
+                r = self.tend(*args, input=b"")
+                self.assertEqual(r.returncode, 4, r)
+
+    def test_5_id_taken(self):
+        self.start("ec-5", "sleep", "30")
+        self.addCleanup(self.tend, "kill", "-s", "KILL", "ec-5")
+        r = self.tend("start", "--id", "ec-5", "--json", "--", "true")
+        self.assertJsonError(r, 5, err_code="id_taken")
+        self.assertEqual(self.tend("run", "--id", "ec-5", "--", "true").returncode, 5)
+
+    def test_6_ended_before_ready(self):
+        r = self.tend("start", "--id", "ec-6", "--json", "--ready-log", "never", "--",
+                      "sh", "-c", "echo starting; exit 3")
+        self.assertEqual(r.returncode, 6, r)
+        st = json.loads(r.stdout)
+        self.assertEqual((st["state"], st["exit"]["code"]), ("exited", 3))
+        self.assertEqual(json.loads(r.stderr)["code"], "ended")
+
+    def test_124_timeout(self):
+        self.start("ec-124", "sleep", "30")
+        self.addCleanup(self.tend, "kill", "-s", "KILL", "ec-124")
+        self.assertEqual(self.tend("wait", "--timeout", "0.2", "ec-124").returncode, 124)
+        r = self.tend("wait", "--json", "--timeout", "0.2", "ec-124")
+        self.assertEqual(r.returncode, 124, r)
+        self.assertEqual(json.loads(r.stdout)["state"], "running")
+
+    def test_process_code_without_json_zero_with(self):
+        self.assertEqual(self.tend("run", "--", "sh", "-c", "exit 7").returncode, 7)
+        self.assertEqual(self.tend("run", "--json", "--", "sh", "-c", "exit 7").returncode, 0)
+        self.start("ec-kill", "sleep", "30")
+        self.ok("kill", "ec-kill")
+        self.assertEqual(self.tend("wait", "ec-kill").returncode, 143)
+        self.assertEqual(self.tend("wait", "--json", "ec-kill").returncode, 0)
+
+
+class TestReady(ApiCase):
+    """start --ready-port / --ready-log / --ready-timeout."""
+
+    def serve(self, pid_id, family, host):
+        port = free_port(family, host)
+        t0 = time.monotonic()
+        r = self.tend("start", "--id", pid_id, "--ready-port", str(port), "--ready-timeout",
+                      str(scaled(20)), "--", "python3", "-m", "http.server", "--bind", host,
+                      str(port), "--directory", "/")
+        took = time.monotonic() - t0
+        self.addCleanup(self.tend, "kill", "-s", "KILL", pid_id)
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(r.stdout, pid_id.encode() + b"\n")
+        # Ready means listening: the very next connect succeeds.
+        with socket.create_connection((host, port), timeout=scaled(5)) as s:
+            s.sendall(b"HEAD / HTTP/1.0\r\n\r\n")
+            self.assertTrue(s.recv(64).startswith(b"HTTP/1.0 200"))
+        return took
+
+    def test_port_ipv4_http_server(self):
+        took = self.serve("rd-http4", socket.AF_INET, "127.0.0.1")
+        self.assertLess(took, scaled(15))
+
+    def test_port_ipv6_http_server(self):
+        try:
+            free_port(socket.AF_INET6, "::1")
+        except OSError:
+            self.skipTest("no IPv6 loopback")
+        self.serve("rd-http6", socket.AF_INET6, "::1")
+
+    def test_log_line_on_stdout_and_stderr(self):
+        for stream in ("", " >&2"):
+            with self.subTest(stream=stream or "stdout"):
+                pid_id = "rd-log%d" % len(stream)
+                script = ("echo warming up; sleep 0.4; printf 'listen'%s; sleep 0.2; "
+                          "echo 'ing on 4711'%s; sleep 30" % (stream, stream))
+                t0 = time.monotonic()
+                r = self.tend("start", "--id", pid_id, "--json", "--ready-log",
+                              "^listening on [0-9]+$", "--", "sh", "-c", script)
+                self.addCleanup(self.tend, "kill", "-s", "KILL", pid_id)
+                self.assertEqual(r.returncode, 0, r)
+                self.assertGreaterEqual(time.monotonic() - t0, 0.6, "ready before the line came")
+                st = json.loads(r.stdout)
+                self.assertEqual((st["id"], st["state"]), (pid_id, "running"))
+                # The status printed is the one after the line was stored.
+                self.assertGreaterEqual(st["stdoutBytes"] + st["stderrBytes"],
+                                        len("warming up\nlistening on 4711\n"))
+
+    def test_port_and_log_both_needed(self):
+        port = free_port()
+        script = ("echo ready; sleep 0.5; exec python3 -m http.server --bind 127.0.0.1 %d"
+                  % port)
+        r = self.tend("start", "--id", "rd-both", "--ready-log", "ready", "--ready-port",
+                      str(port), "--ready-timeout", str(scaled(20)), "--", "sh", "-c", script)
+        self.addCleanup(self.tend, "kill", "-s", "KILL", "rd-both")
+        self.assertEqual(r.returncode, 0, r)
+        socket.create_connection(("127.0.0.1", port), timeout=scaled(5)).close()
+
+    def test_process_ends_first(self):
+        port = free_port()
+        r = self.tend("start", "--id", "rd-end", "--ready-port", str(port), "--",
+                      "sh", "-c", "sleep 0.2; exit 4")
+        self.assertEqual(r.returncode, 6, r)
+        self.assertEqual(r.stdout, b"rd-end\n")
+        self.assertIn(b"ended before it was ready", r.stderr)
+        st = json.loads(self.ok("status", "--json", "rd-end").stdout)
+        self.assertEqual(st["exit"]["code"], 4)
+
+    def test_timeout_leaves_it_running(self):
+        t0 = time.monotonic()
+        r = self.tend("start", "--id", "rd-late", "--json", "--ready-log", "never",
+                      "--ready-timeout", "0.5", "--", "sleep", "30")
+        took = time.monotonic() - t0
+        self.addCleanup(self.tend, "kill", "-s", "KILL", "rd-late")
+        self.assertEqual(r.returncode, 124, r)
+        self.assertGreaterEqual(took, 0.5)
+        self.assertLess(took, scaled(5))
+        self.assertEqual(json.loads(r.stdout)["state"], "running")
+        self.assertEqual(json.loads(r.stderr)["code"], "timeout")
+        self.assertEqual(json.loads(self.ok("status", "--json", "rd-late").stdout)["state"],
+                         "running")
+
+
+class TestLogsPoll(ApiCase):
+    """Output reassembled from `tend logs --json --since` polls, no stream held."""
+
+    def test_5mb_random_reassembled_while_running(self):
+        size = 5 * 1024 * 1024
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "random")
+            data = os.urandom(size)
+            with open(src, "wb") as f:
+                f.write(data)
+            writer = ("import sys, time\n"
+                      "d = open(%r, 'rb').read()\n"
+                      "for i in range(0, len(d), 131072):\n"
+                      "    sys.stdout.buffer.write(d[i:i + 131072]); sys.stdout.flush()\n"
+                      "    time.sleep(0.02)\n" % src)
+            self.start("poll-5mb", "python3", "-c", writer)
+            got, cursor, polls, while_running = b"", None, 0, 0
+            end = time.monotonic() + scaled(60)
+            while time.monotonic() < end:
+                args = ["logs", "--json", "--limit-bytes", "262144"]
+                if cursor is not None:
+                    args += ["--since", cursor]
+                j = json.loads(self.ok(*args, "poll-5mb").stdout)
+                polls += 1
+                self.assertEqual(j["stderr"], "")
+                self.assertNotIn("skippedBytes", j)
+                got += base64.b64decode(j["stdout"])
+                cursor = j["cursor"]
+                if j["ended"]:
+                    break
+                while_running += 1
+            self.assertEqual(len(got), size)
+            self.assertTrue(got == data, "the reassembled output differs")
+            self.assertGreater(while_running, 3, "the polls did not overlap the writer")
 
 
 if __name__ == "__main__":
