@@ -1014,6 +1014,11 @@ proc_stdin(struct proc *p, const void *d, size_t n, bool close_after)
 	return 0;
 }
 
+/*
+ * Write what the pipe takes.  The held writer is woken here, whoever
+ * called: a queue written out on the spot (the process reads fast) stops
+ * the watcher, which then would never wake it.
+ */
 static void
 proc_stdin_flush(struct proc *p)
 {
@@ -1025,7 +1030,7 @@ proc_stdin_flush(struct proc *p)
 			continue;
 		if (n == -1 && errno == EAGAIN) {
 			ev_io_start(p->tab->loop, &p->inio);
-			return;
+			break;
 		}
 		if (n == -1) {
 			/* EPIPE: the reader is gone; what is left is moot. */
@@ -1034,10 +1039,15 @@ proc_stdin_flush(struct proc *p)
 		}
 		buf_consume(&p->inbuf, n);
 	}
-	if (p->in != -1)
+	if (p->in != -1 && buf_avail(&p->inbuf) == 0) {
 		ev_io_stop(p->tab->loop, &p->inio);
-	if (p->in != -1 && p->in_close)
-		proc_stdin_close(p);
+		if (p->in_close) {
+			proc_stdin_close(p);
+			return;
+		}
+	}
+	if (buf_avail(&p->inbuf) < PROC_STDIN_HIGH / 2)
+		proc_stdin_wake(p, 0);
 }
 
 static void
@@ -1048,8 +1058,6 @@ proc_in_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	proc_stdin_flush(p);
-	if (buf_avail(&p->inbuf) < PROC_STDIN_HIGH / 2)
-		proc_stdin_wake(p, 0);
 }
 
 bool

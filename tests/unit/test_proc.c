@@ -876,7 +876,13 @@ was_woken(void *arg)
 
 START_TEST(stdin_hold_and_wake)
 {
-	struct proc_opts o = { .argv = ARGV("cat"), .stdin_pipe = true };
+	/* It reads once told to: the queue fills first, whatever the pace. */
+	struct proc_opts o = {
+		.argv = ARGV("sh", "-c",
+		    "while [ ! -e go ]; do sleep 0.01; done; exec cat"),
+		.cwd = state_path,
+		.stdin_pipe = true,
+	};
 	struct proc_opts s = { .argv = ARGV("sleep", "100"), .stdin_pipe = true };
 	struct held	 a = { 0 }, b = { 0 };
 	struct proc	*p;
@@ -895,6 +901,7 @@ START_TEST(stdin_hold_and_wake)
 	errno = 0;
 	ck_assert_int_eq(proc_stdin_hold(p, &b, held_wake), -1);
 	ck_assert_int_eq(errno, EBUSY);
+	tu_put(statefd, "go", "");
 	ck_assert(tu_run_until(loop, was_woken, &a, WAIT_S));
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.err, 0);
@@ -903,8 +910,8 @@ START_TEST(stdin_hold_and_wake)
 	ck_assert_int_eq(b.calls, 0);
 	/* Closing after the queue: everything written, nothing lost. */
 	memset(&a, 0, sizeof(a));
-	ck_assert_int_eq(proc_stdin(p, d, n, true), 0);
 	ck_assert_int_eq(proc_stdin_hold(p, &a, held_wake), 0);
+	ck_assert_int_eq(proc_stdin(p, d, n, true), 0);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.err, 0);
