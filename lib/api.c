@@ -677,12 +677,15 @@ api_stdin_answer(struct proc *p, void *writer, int err)
 		http_reply(c, 204, NULL, NULL, 0);
 }
 
-static void
+/* -1 (EBUSY) while another writer is held. */
+static int
 api_stdin_hold(struct proc *p, struct http_conn *c,
     void (*wake)(struct proc *, void *, int))
 {
-	if (proc_stdin_hold(p, c, wake) == 0)
-		http_conn_own(c, p, NULL, api_stdin_closed);
+	if (proc_stdin_hold(p, c, wake) == -1)
+		return -1;
+	http_conn_own(c, p, NULL, api_stdin_closed);
+	return 0;
 }
 
 static void
@@ -719,10 +722,8 @@ api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
 		r->body_error = 409;
 		return;
 	}
-	if (p->in_writer == NULL && proc_stdin_full(p)) {
-		api_stdin_hold(p, c, api_stdin_resume);
+	if (proc_stdin_full(p) && api_stdin_hold(p, c, api_stdin_resume) == 0)
 		http_conn_pause_read(c);
-	}
 }
 
 static void
@@ -762,10 +763,9 @@ api_stdin(struct http_conn *c, struct http_req *r)
 		return;
 	}
 	/* Its bytes left the queue full: the reply waits for room. */
-	if (r->streamed > 0 && p->in_writer == NULL && proc_stdin_full(p)) {
-		api_stdin_hold(p, c, api_stdin_answer);
+	if (r->streamed > 0 && proc_stdin_full(p) &&
+	    api_stdin_hold(p, c, api_stdin_answer) == 0)
 		return;
-	}
 	http_reply(c, 204, NULL, NULL, 0);
 }
 
