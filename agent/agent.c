@@ -57,6 +57,7 @@ static bool		 shutting_down, killed_all;
 static ev_child		 reaper;
 static ev_signal	 sigs[8];
 static ev_timer		 grace_timer;
+static ev_io		 log_io;	/* stderr full: flush when writable */
 
 static void	agent_usage(FILE *);
 static void	agent_options(int, char **);
@@ -67,6 +68,8 @@ static void	agent_grace_cb(struct ev_loop *, ev_timer *, int);
 static void	agent_shutdown(void);
 static void	agent_maybe_done(void);
 static void	agent_settled(struct proctab *);
+static void	agent_log_blocked(int);
+static void	agent_log_cb(struct ev_loop *, ev_io *, int);
 
 static const int forwarded[] = {
 	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
@@ -236,6 +239,8 @@ agent_main(int argc, char **argv)
 	loop = ev_default_loop(EVFLAG_AUTO);
 	if (loop == NULL)
 		fatalx("event=loop_failed");
+	ev_init(&log_io, agent_log_cb);
+	log_set_blocked_hook(agent_log_blocked);
 
 	if (boot_new_id(boot) == -1)
 		fatal("event=boot_id_failed");
@@ -318,6 +323,27 @@ agent_spawn_main(char **argv)
 		fatal("event=fork_failed cmd=%s", argv[0]);
 	log_info("event=main_started pid=%d cmd=%s", (int)pid, argv[0]);
 	return pid;
+}
+
+/*
+ * Stderr refused a log line for want of room: once it takes data again,
+ * the rest of a cut line and the count of dropped ones are written.
+ */
+static void
+agent_log_blocked(int fd)
+{
+	if (ev_is_active(&log_io))
+		return;
+	ev_io_set(&log_io, fd, EV_WRITE);
+	ev_io_start(loop, &log_io);
+}
+
+static void
+agent_log_cb(struct ev_loop *l, ev_io *w, int revents)
+{
+	(void)revents;
+	if (log_flush() == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+		ev_io_stop(l, w);
 }
 
 /* The one reap loop: libev's SIGCHLD handler called waitpid(-1). */

@@ -273,15 +273,30 @@ api_launch_opts(struct http_conn *c, cJSON *j, bool exec,
 		o->maxlog = (uint64_t)f->valuedouble;
 	}
 	if ((f = cJSON_GetObjectItemCaseSensitive(j, "tags")) != NULL) {
+		cJSON	*tl;
+		size_t	 len = 0;
+
 		if (!cJSON_IsObject(f)) {
 			api_invalid(c, "tags", "must be an object of strings");
 			return -1;
 		}
+		n = 0;
 		cJSON_ArrayForEach(e, f) {
 			if (!cJSON_IsString(e)) {
 				api_invalid(c, "tags", "values must be strings");
 				return -1;
 			}
+			n++;
+			len += strlen(e->string) + strlen(e->valuestring);
+		}
+		/* Every kept record holds its tags: they are labels, not data. */
+		if (n > PROC_MAX_TAGS || len > PROC_MAX_TAGS_BYTES) {
+			tl = http_error_obj("too_large", "tags: at most %d "
+			    "entries and %d bytes of names and values",
+			    PROC_MAX_TAGS, PROC_MAX_TAGS_BYTES);
+			cJSON_AddStringToObject(tl, "field", "tags");
+			http_reply_json(c, 413, tl);
+			return -1;
 		}
 		o->tags = (cJSON *)f;
 	}
@@ -624,8 +639,61 @@ out:
 
 /*
  * Stdin bodies are streamed into the process's pipe buffer as they
- * arrive; reading from the client pauses while that buffer is full.
+ * arrive.  The queue is bounded across requests, not only within one: a
+ * writer whose bytes leave it above PROC_STDIN_HIGH is held until the
+ * process has taken half of it — mid-body its reading pauses, after its
+ * body its reply waits — and while one is held, other writers are
+ * refused.  A client sending one request after another is so paced like
+ * one long body, and the queue holds at most the bound and one read.
  */
+
+/* The connection of a held writer closed: the process forgets it. */
+static void
+api_stdin_closed(struct http_conn *c, void *owner)
+{
+	(void)c;
+	proc_stdin_unhold(owner);
+}
+
+/* Held mid-body: read on; the rest of the body learns what happened. */
+static void
+api_stdin_resume(struct proc *p, void *writer, int err)
+{
+	struct http_conn	*c = writer;
+
+	(void)p;
+	(void)err;
+	http_conn_own(c, NULL, NULL, NULL);
+	http_conn_resume_read(c);
+}
+
+/* Held after its body: the reply it was waiting for. */
+static void
+api_stdin_answer(struct proc *p, void *writer, int err)
+{
+	struct http_conn	*c = writer;
+
+	http_conn_own(c, NULL, NULL, NULL);
+	if (err == ENOENT)
+		http_reply_error(c, 404, "not_found", "the process was removed");
+	else if (err != 0)
+		http_reply_error(c, 409, "conflict", "stdin of '%s' was closed "
+		    "before the queued bytes were written", p->id);
+	else
+		http_reply(c, 204, NULL, NULL, 0);
+}
+
+/* -1 (EBUSY) while another writer is held. */
+static int
+api_stdin_hold(struct proc *p, struct http_conn *c,
+    void (*wake)(struct proc *, void *, int))
+{
+	if (proc_stdin_hold(p, c, wake) == -1)
+		return -1;
+	http_conn_own(c, p, NULL, api_stdin_closed);
+	return 0;
+}
+
 static void
 api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
     size_t n)
@@ -660,8 +728,8 @@ api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
 		r->body_error = 409;
 		return;
 	}
-	if (buf_avail(&p->inbuf) > PROC_STDIN_HIGH)
-		proc_stdin_hold(p, c);
+	if (proc_stdin_full(p) && api_stdin_hold(p, c, api_stdin_resume) == 0)
+		http_conn_pause_read(c);
 }
 
 static void
@@ -672,8 +740,10 @@ api_stdin(struct http_conn *c, struct http_req *r)
 
 	if (api_pin(c, r, false, &fd) != 0 || (p = api_proc(c, r)) == NULL)
 		return;
-	if (p->in_writer == c)
-		proc_stdin_release(p);
+	if (p->in_writer == c) {
+		proc_stdin_unhold(p);
+		api_stdin_resume(p, c, 0);
+	}
 	close_after = http_query_bool(r, "close", 0);
 	if (close_after == -1) {
 		api_invalid(c, "close", "must be 1, true, 0 or false");
@@ -698,6 +768,10 @@ api_stdin(struct http_conn *c, struct http_req *r)
 		    p->id);
 		return;
 	}
+	/* Its bytes left the queue full: the reply waits for room. */
+	if (r->streamed > 0 && proc_stdin_full(p) &&
+	    api_stdin_hold(p, c, api_stdin_answer) == 0)
+		return;
 	http_reply(c, 204, NULL, NULL, 0);
 }
 

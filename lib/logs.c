@@ -815,6 +815,11 @@ logs_metrics(struct http_conn *c, struct http_req *r)
 	    (unsigned long long)t->exited, (unsigned long long)t->orphans,
 	    (unsigned long long)t->stored, (unsigned long long)t->dropped,
 	    a->srv.nconns, (unsigned long long)a->followers);
+	buf_printf(&b,
+	    "# HELP tend_log_lines_dropped_total Agent log lines stderr could not take.\n"
+	    "# TYPE tend_log_lines_dropped_total counter\n"
+	    "tend_log_lines_dropped_total %llu\n",
+	    (unsigned long long)log_dropped());
 	http_reply(c, 200, "text/plain; version=0.0.4", b.data, b.len);
 	buf_free(&b);
 }

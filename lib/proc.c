@@ -27,7 +27,6 @@
 #include "codec.h"
 #include "fsutil.h"
 #include "log.h"
-#include "http.h"
 #include "proc.h"
 
 #define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
@@ -71,6 +70,7 @@ static void	proc_sweep_cb(struct ev_loop *, ev_timer *, int);
 static bool	proc_release_fds(struct proc *);
 static void	proc_stdin_flush(struct proc *);
 static void	proc_stdin_close(struct proc *);
+static void	proc_stdin_wake(struct proc *, int);
 static char	**proc_envp(struct proctab *, char **);
 static _Noreturn void proc_child(const struct proc_opts *, struct proctab *,
 		    char **, int, int, int, int);
@@ -588,7 +588,11 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 		p->cwd = strdup(o->cwd);
 	else
 		p->cwd = strdup(getcwd(cwd, sizeof(cwd)) ? cwd : "/");
-	p->tags = o->tags ? cJSON_Duplicate(o->tags, 1) : cJSON_CreateObject();
+	/*
+	 * Kept as text, emitted raw: a parsed tree costs several times its
+	 * size for as long as the record is kept.
+	 */
+	p->tags = o->tags ? cJSON_PrintUnformatted(o->tags) : strdup("{}");
 	if (p->cwd == NULL || p->tags == NULL)
 		goto fail;
 
@@ -738,7 +742,7 @@ proc_write_meta(struct proc *p, const struct proc_opts *o)
 		cJSON_AddNumberToObject(a, "timeout", o->timeout_s * 1000);
 	cJSON_AddNumberToObject(a, "killGrace", o->grace_s * 1000);
 	cJSON_AddNumberToObject(a, "maxLogBytes", (double)p->ls.maxbytes);
-	cJSON_AddItemToObject(j, "tags", cJSON_Duplicate(p->tags, 1));
+	cJSON_AddRawToObject(j, "tags", p->tags);
 	codec_time(ts, p->started_ms);
 	cJSON_AddStringToObject(j, "created_at", ts);
 	cJSON_AddStringToObject(j, "bootId", p->tab->boot);
@@ -1010,6 +1014,11 @@ proc_stdin(struct proc *p, const void *d, size_t n, bool close_after)
 	return 0;
 }
 
+/*
+ * Write what the pipe takes.  The held writer is woken here, whoever
+ * called: a queue written out on the spot (the process reads fast) stops
+ * the watcher, which then would never wake it.
+ */
 static void
 proc_stdin_flush(struct proc *p)
 {
@@ -1021,7 +1030,7 @@ proc_stdin_flush(struct proc *p)
 			continue;
 		if (n == -1 && errno == EAGAIN) {
 			ev_io_start(p->tab->loop, &p->inio);
-			return;
+			break;
 		}
 		if (n == -1) {
 			/* EPIPE: the reader is gone; what is left is moot. */
@@ -1030,10 +1039,15 @@ proc_stdin_flush(struct proc *p)
 		}
 		buf_consume(&p->inbuf, n);
 	}
-	if (p->in != -1)
+	if (p->in != -1 && buf_avail(&p->inbuf) == 0) {
 		ev_io_stop(p->tab->loop, &p->inio);
-	if (p->in != -1 && p->in_close)
-		proc_stdin_close(p);
+		if (p->in_close) {
+			proc_stdin_close(p);
+			return;
+		}
+	}
+	if (buf_avail(&p->inbuf) < PROC_STDIN_HIGH / 2)
+		proc_stdin_wake(p, 0);
 }
 
 static void
@@ -1044,51 +1058,59 @@ proc_in_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	proc_stdin_flush(p);
-	if (buf_avail(&p->inbuf) < PROC_STDIN_HIGH / 2)
-		proc_stdin_release(p);
 }
 
+bool
+proc_stdin_full(struct proc *p)
+{
+	return p->in != -1 && buf_avail(&p->inbuf) > PROC_STDIN_HIGH;
+}
+
+int
+proc_stdin_hold(struct proc *p, void *writer,
+    void (*wake)(struct proc *, void *, int))
+{
+	if (p->in_writer != NULL && p->in_writer != writer) {
+		errno = EBUSY;
+		return -1;
+	}
+	p->in_writer = writer;
+	p->in_wake = wake;
+	return 0;
+}
+
+void
+proc_stdin_unhold(struct proc *p)
+{
+	p->in_writer = NULL;
+	p->in_wake = NULL;
+}
+
+/* The held writer may go on: forgotten first, so that it may hold again. */
 static void
-proc_stdin_conn_closed(struct http_conn *c, void *owner)
+proc_stdin_wake(struct proc *p, int err)
 {
-	struct proc	*p = owner;
+	void	*writer = p->in_writer;
+	void	(*wake)(struct proc *, void *, int) = p->in_wake;
 
-	(void)c;
-	p->in_writer = NULL;
-}
-
-void
-proc_stdin_hold(struct proc *p, struct http_conn *c)
-{
-	if (p->in_writer != NULL)
+	if (writer == NULL)
 		return;
-	p->in_writer = c;
-	http_conn_own(c, p, NULL, proc_stdin_conn_closed);
-	http_conn_pause_read(c);
-}
-
-void
-proc_stdin_release(struct proc *p)
-{
-	struct http_conn	*c = p->in_writer;
-
-	if (c == NULL)
-		return;
-	p->in_writer = NULL;
-	http_conn_own(c, NULL, NULL, NULL);
-	http_conn_resume_read(c);
+	proc_stdin_unhold(p);
+	wake(p, writer, err);
 }
 
 static void
 proc_stdin_close(struct proc *p)
 {
+	int	err = buf_avail(&p->inbuf) > 0 ? EPIPE : 0;
+
 	if (p->in != -1) {
 		ev_io_stop(p->tab->loop, &p->inio);
 		close(p->in);
 		p->in = -1;
 	}
 	buf_free(&p->inbuf);
-	proc_stdin_release(p);
+	proc_stdin_wake(p, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1138,7 +1160,7 @@ proc_status_json(struct proc *p)
 	cJSON_AddNumberToObject(j, "stdoutBytes", (double)p->ls.end[LS_STDOUT]);
 	cJSON_AddNumberToObject(j, "stderrBytes", (double)p->ls.end[LS_STDERR]);
 	cJSON_AddNumberToObject(j, "droppedBytes", (double)p->ls.dropped);
-	cJSON_AddItemToObject(j, "tags", cJSON_Duplicate(p->tags, 1));
+	cJSON_AddRawToObject(j, "tags", p->tags);
 	return j;
 }
 
@@ -1385,7 +1407,7 @@ proc_free(struct proc *p)
 		ev_io_stop(loop, &p->inio);
 		close(p->in);
 	}
-	proc_stdin_release(p);
+	proc_stdin_wake(p, ENOENT);
 	if (p->pid > 0) {
 		ev_timer_stop(loop, &p->timeout);
 		ev_timer_stop(loop, &p->grace);
@@ -1399,7 +1421,7 @@ proc_free(struct proc *p)
 		free(p->argv[i]);
 	free(p->argv);
 	free(p->cwd);
-	cJSON_Delete(p->tags);
+	free(p->tags);
 	buf_free(&p->inbuf);
 	free(p);
 }

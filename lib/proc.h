@@ -18,8 +18,6 @@
 #include "tunables.h"
 #include "logstore.h"
 
-struct http_conn;
-
 enum proc_state {
 	PROC_RUNNING,	/* root alive, or its group has not settled yet */
 	PROC_EXITED,	/* root reaped and no member of its group left */
@@ -53,7 +51,7 @@ struct proc {
 	enum proc_state	 state;
 	char		**argv;
 	char		*cwd;
-	cJSON		*tags;
+	char		*tags;		/* compact JSON text: no tree kept */
 	int64_t		 started_ms, ended_ms;
 	bool		 reaped;	/* the root's status is known */
 	int		 code;		/* exit code, 128+N when signalled */
@@ -70,7 +68,8 @@ struct proc {
 	bool		 in_close;	/* close once inbuf is written */
 	struct buf	 inbuf;
 	ev_io		 inio;
-	struct http_conn *in_writer;	/* paused stdin request, if any */
+	void		*in_writer;	/* held stdin writer, if any */
+	void		(*in_wake)(struct proc *, void *, int);
 	ev_timer	 timeout;	/* -> TERM the group */
 	ev_timer	 grace;		/* -> KILL the group */
 	ev_timer	 settle;	/* polls for group members left */
@@ -93,7 +92,7 @@ struct proc_opts {
 	const char	*user;		/* the name for initgroups, or NULL */
 	char		 user_name[256];	/* its storage */
 	uint64_t	 maxlog;
-	cJSON		*tags;		/* copied */
+	cJSON		*tags;		/* copied, as text */
 };
 
 struct proctab {
@@ -140,11 +139,19 @@ int	proc_kill(struct proc *, int sig, bool group);
 /* Queue bytes for stdin; close after them if close is set. */
 int	proc_stdin(struct proc *, const void *, size_t, bool close);
 /*
- * A stdin request whose data fills the buffer is held (its reading
- * paused) until the process has taken half of it.
+ * The one stdin writer held while the queue is above PROC_STDIN_HIGH (its
+ * body paused, or its reply deferred).  wake(p, writer, err) is called
+ * once: err 0 when the process has taken the queue below half of that
+ * (or all of it, and stdin was closed as asked), EPIPE when stdin closed
+ * with bytes still queued (they are discarded), ENOENT when the record
+ * is removed.  A writer that goes away first calls proc_stdin_unhold.
+ * Holding fails (EBUSY) while another writer is held.
  */
-void	proc_stdin_hold(struct proc *, struct http_conn *);
-void	proc_stdin_release(struct proc *);
+int	proc_stdin_hold(struct proc *, void *writer,
+	    void (*wake)(struct proc *, void *writer, int err));
+void	proc_stdin_unhold(struct proc *);
+/* The queue is above PROC_STDIN_HIGH: a writer should be held. */
+bool	proc_stdin_full(struct proc *);
 /* Remove the record and its files; the process must have ended. */
 void	proc_delete(struct proc *);
 /* TERM (or sig) every live group, for shutdown. */

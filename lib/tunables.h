@@ -26,8 +26,12 @@
 #define PROC_MAX_ENV		4096		/* entries */
 #define PROC_KILL_GRACE_MS	5000
 #define PROC_KEEP_EXITED	1000
+#define PROC_MAX_TAGS		64		/* entries */
+#define PROC_MAX_TAGS_BYTES	4096		/* names and values, in all */
 #define PROC_STDIN_HIGH		(1024 * 1024)	/* pause the writer above this */
 
+/* An agent log line, newline included; <= PIPE_BUF: a pipe takes it whole. */
+#define LOG_LINE_MAX		1024
 #define LOG_MAX_BYTES		(64ULL * 1024 * 1024)	/* per stream */
 #define LOG_CHUNK		(64 * 1024)	/* most bytes one index record holds */
 

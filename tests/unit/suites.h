@@ -4,6 +4,7 @@
  */
 #define TEND_SUITES \
 	X(buf) \
+	X(log) \
 	X(codec) \
 	X(cursor) \
 	X(logstore) \
