@@ -128,7 +128,10 @@ class TestHeldStdinWriterVanishes(AgentTestCase):
 
     def test_vanished_writer_frees_stdin_and_slot(self):
         a = self.agent()
-        a.launch_ok(["sleep", "60"], id="s", stdin="pipe")
+        go = os.path.join(a.tmp, "go")
+        # Reads nothing until told: the held body stays held meanwhile.
+        a.launch_ok(["sh", "-c", "while [ ! -e %s ]; do sleep 0.05; done; exec cat >/dev/null" % go],
+                    id="s", stdin="pipe")
         size = 8 * MIB
         s = a.connect()
         try:
@@ -143,10 +146,22 @@ class TestHeldStdinWriterVanishes(AgentTestCase):
             self.assertEqual(metrics(a)["tend_connections"], 2)
         finally:
             s.close()
+        # The vanished writer's connection is closed, though its reading
+        # was paused...
         t0 = time.monotonic()
-        r = poll(lambda: a.post("/v1/processes/s/stdin", b"z").status == 204, timeout=4)
-        self.assertTrue(r, "stdin still busy %.1f s after the writer left" % (time.monotonic() - t0))
-        self.assertTrue(poll(lambda: metrics(a)["tend_connections"] == 1, timeout=4))
+        self.assertTrue(poll(lambda: metrics(a)["tend_connections"] == 1, timeout=4),
+                        "connection still open %.1f s after the writer left" % (time.monotonic() - t0))
+        # ...and stdin takes the next writer: queued behind what is left
+        # (the bound holds across requests), answered once it drains.
+        s2 = a.connect(timeout=10)
+        try:
+            s2.sendall(request_bytes("POST", "/v1/processes/s/stdin", b"z"))
+            open(go, "w").close()
+            r = ResponseReader(s2).read()
+            self.assertIsNotNone(r)
+            self.assertEqual(r.status, 204, r)
+        finally:
+            s2.close()
         self.assertEqual(a.status("s").json["state"], "running")
 
     def test_half_closed_writer_still_gets_its_reply(self):
