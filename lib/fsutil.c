@@ -106,6 +106,7 @@ int
 fsutil_open(int dirfd, const char *path, int flags, mode_t mode)
 {
 	struct open_how	how;
+	struct stat	st;
 	long		fd;
 
 	memset(&how, 0, sizeof(how));
@@ -122,9 +123,14 @@ fsutil_open(int dirfd, const char *path, int flags, mode_t mode)
 	 * (ENOSYS, EPERM); EAGAIN: a rename raced the lookup.  The walk is
 	 * as strict, and gives the same errno for a real EPERM.
 	 */
-	if (errno != ENOSYS && errno != EPERM && errno != EAGAIN)
-		return -1;
-	return fsutil_open_walk(dirfd, path, flags, mode);
+	if (errno == ENOSYS || errno == EPERM || errno == EAGAIN)
+		fd = fsutil_open_walk(dirfd, path, flags, mode);
+	/* O_DIRECTORY meeting a link last says ENOTDIR: it is ELOOP. */
+	if (fd == -1 && errno == ENOTDIR && (flags & O_DIRECTORY) &&
+	    fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		errno = ELOOP;
+	return (int)fd;
 }
 
 int

@@ -69,6 +69,7 @@ static int	proc_catch_up(struct proc *);
 static int	proc_dir(struct proc *);
 static void	proc_dir_done(struct proc *, int);
 static int	proc_open_record(struct proc *, uint64_t);
+static int	proc_mkdir(struct proctab *, const char *);
 static void	proc_store_nowhere(struct proc *, uint64_t);
 static cJSON	*proc_status_build(struct proc *, bool);
 static void	proc_forget(struct proc *);
@@ -840,11 +841,7 @@ proc_open_record(struct proc *p, uint64_t maxlog)
 	int		 err = t->state_err != 0 ? t->state_err : ENOENT;
 
 	if (t->procsfd != -1) {
-		p->dirfd = fsutil_opendirs(t->procsfd, p->id);
-		if (p->dirfd == -1 && errno == ENOENT &&
-		    proctab_boot_dir(t) == 0)
-			p->dirfd = fsutil_opendirs(t->procsfd, p->id);
-		if (p->dirfd != -1)
+		if ((p->dirfd = proc_mkdir(t, p->id)) != -1)
 			return logstore_create_lazy(&p->ls, p->dirfd,
 			    LS_NSTREAMS, proc_streams, maxlog);
 		if (!proc_disk_refused(errno))
@@ -857,6 +854,18 @@ proc_open_record(struct proc *p, uint64_t maxlog)
 	p->nodir = true;
 	proc_store_nowhere(p, maxlog);
 	return 0;
+}
+
+/* A record's directory, made or found; a procs directory gone is remade. */
+static int
+proc_mkdir(struct proctab *t, const char *id)
+{
+	int	fd;
+
+	fd = fsutil_opendirs(t->procsfd, id);
+	if (fd == -1 && errno == ENOENT && proctab_boot_dir(t) == 0)
+		fd = fsutil_opendirs(t->procsfd, id);
+	return fd;
 }
 
 /*
@@ -922,9 +931,11 @@ proc_write_meta(struct proc *p, const struct proc_opts *o)
 		    p->id);
 		return;
 	}
+	/* A record in memory said so already (proc_open_record). */
 	if (proc_put_meta(p) == -1) {
 		err = errno;
-		log_warn("event=meta_write_failed id=%s", p->id);
+		if (!p->nodir)
+			log_warn("event=meta_write_failed id=%s", p->id);
 		proctab_trouble(p->tab, err);
 	}
 }
@@ -953,7 +964,9 @@ proc_put_meta(struct proc *p)
 /*
  * The record's directory for one write: its own fd while it holds one;
  * else opened for the write; or made, for a record launched without one
- * (which holds it from then on, its output still dropped).  -1 and errno.
+ * (which holds it from then on, its output still dropped) or whose
+ * directory was removed under us: its status is worth keeping.  -1 and
+ * errno.
  */
 static int
 proc_dir(struct proc *p)
@@ -967,10 +980,11 @@ proc_dir(struct proc *p)
 		errno = t->state_err != 0 ? t->state_err : ENOENT;
 		return -1;
 	}
-	if (!p->nodir)
-		return fsutil_open(t->procsfd, p->id, O_RDONLY | O_DIRECTORY, 0);
-	if ((fd = fsutil_opendirs(t->procsfd, p->id)) == -1)
-		return -1;
+	if (!p->nodir && ((fd = fsutil_open(t->procsfd, p->id,
+	    O_RDONLY | O_DIRECTORY, 0)) != -1 || errno != ENOENT))
+		return fd;
+	if ((fd = proc_mkdir(t, p->id)) == -1 || !p->nodir)
+		return fd;
 	p->dirfd = fd;
 	p->nodir = false;
 	return fd;
@@ -1425,7 +1439,7 @@ proc_write_status(struct proc *p, bool final)
 		p->status_failed = false;
 	else {
 		err = errno;
-		if (!p->status_failed)
+		if (!p->status_failed && !p->nodir)
 			log_warn("event=status_write_failed id=%s", p->id);
 		p->status_failed = true;
 		proctab_trouble(t, err);
@@ -1749,10 +1763,14 @@ proctab_finalize(struct proctab *t)
 	 */
 	if (t->procsfd == -1)
 		(void)proctab_boot_dir(t);
-	for (p = t->head; p != NULL; p = p->next)
-		if ((p->status_failed || p->meta_pending != NULL) &&
-		    (owed > 0 || proc_catch_up(p) == -1))
-			owed++;
+	for (p = t->head; p != NULL; p = p->next) {
+		if (!p->status_failed && p->meta_pending == NULL)
+			continue;
+		if (owed == 0 && proc_catch_up(p) == 0)
+			continue;
+		if (owed++ == 0)
+			t->state_err = errno;
+	}
 	if (owed > 0)
 		log_warnx("event=statuses_not_written count=%d err=\"%s\"",
 		    owed, strerror(t->state_err != 0 ? t->state_err : EIO));
