@@ -257,7 +257,7 @@ boot_mark_lost(int procsfd, const char *boot)
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
-		/* A link planted as a record is not one: never written through. */
+		/* A link planted as a record is none: never written through. */
 		if ((dfd = fsutil_open(procsfd, de->d_name, O_RDONLY |
 		    O_DIRECTORY, 0)) == -1)
 			continue;

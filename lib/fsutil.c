@@ -66,7 +66,7 @@ fsutil_open_walk(int dirfd, const char *path, int flags, mode_t mode)
 		} else if (rest != NULL) {
 			next = openat(fd, comp, O_RDONLY | O_DIRECTORY |
 			    O_NOFOLLOW | O_CLOEXEC);
-			/* A link here is ENOTDIR: say ELOOP, as openat2 does. */
+			/* A link is ENOTDIR here: ELOOP, as openat2 says. */
 			if (next == -1 && errno == ENOTDIR &&
 			    fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 			    S_ISLNK(st.st_mode))
@@ -149,7 +149,7 @@ fsutil_opendirs(int dirfd, const char *path)
 	}
 	for (comp = buf; ; comp = rest) {
 		rest = fsutil_split(comp);
-		/* EEXIST comes before EROFS or ENOSPC for a name that exists. */
+		/* EEXIST comes before EROFS or ENOSPC for a name. */
 		if (mkdirat(fd, comp, 0700) == -1 && errno != EEXIST)
 			next = -1;
 		else
@@ -227,7 +227,7 @@ fsutil_write_new(int dirfd, const char *name, const void *d, size_t n)
 	if (fsutil_write_tmp(dirfd, name, tmp, d, n, false) == -1)
 		return -1;
 	rc = renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE);
-	/* A file system without RENAME_NOREPLACE: a hard link is as exclusive. */
+	/* Without RENAME_NOREPLACE: a hard link is as exclusive. */
 	if (rc == -1 && errno == EINVAL)
 		rc = linkat(dirfd, tmp, dirfd, name, 0);
 	saved = errno;

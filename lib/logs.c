@@ -41,7 +41,7 @@ struct follower {
 	int			 stream;	/* FK_RAW */
 	uint64_t		 seq;	/* last index record delivered */
 	uint64_t		 off;	/* FK_RAW: next offset */
-	uint64_t		 dropped;	/* FK_EXEC: dropped bytes told */
+	uint64_t		 dropped;	/* FK_EXEC: drops told */
 	bool			 follow;
 	bool			 done;
 	char			 boot[33];

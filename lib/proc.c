@@ -79,6 +79,7 @@ static void	proctab_set_procsfd(struct proctab *, int);
 static void	proctab_trouble(struct proctab *, int);
 static void	proctab_retry_cb(struct ev_loop *, ev_timer *, int);
 static int	proctab_syncfd(struct proctab *);
+static void	proctab_sync_soon(struct proctab *);
 static void	proc_trim_exited(struct proctab *);
 static void	proc_trim_cb(struct ev_loop *, ev_prepare *, int);
 static void	proc_sync_cb(struct ev_loop *, ev_timer *, int);
@@ -1011,6 +1012,8 @@ proc_catch_up(struct proc *p)
 	if (proc_put_status(p) == -1)
 		return -1;
 	p->status_failed = false;
+	if (p->state != PROC_RUNNING)
+		proctab_sync_soon(p->tab);	/* a final one, late */
 	log_info("event=status_written id=%s late=1", p->id);
 	return 0;
 }
@@ -1444,11 +1447,18 @@ proc_write_status(struct proc *p, bool final)
 		p->status_failed = true;
 		proctab_trouble(t, err);
 	}
-	if (final && !ev_is_active(&t->sync)) {
-		/* A stopped one-shot timer keeps its spent time: set anew. */
-		ev_timer_set(&t->sync, PROC_SYNC_DELAY, 0.);
-		ev_timer_start(t->loop, &t->sync);
-	}
+	if (final)
+		proctab_sync_soon(t);
+}
+
+static void
+proctab_sync_soon(struct proctab *t)
+{
+	if (ev_is_active(&t->sync))
+		return;
+	/* A stopped one-shot timer keeps its spent time: set anew. */
+	ev_timer_set(&t->sync, PROC_SYNC_DELAY, 0.);
+	ev_timer_start(t->loop, &t->sync);
 }
 
 static int

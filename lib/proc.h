@@ -59,7 +59,7 @@ struct proc {
 	int		 code;		/* exit code, 128+N when signalled */
 	int		 sig;		/* 0 when not signalled */
 	bool		 timed_out;
-	bool		 status_written;	/* a first status was attempted */
+	bool		 status_written;	/* first status attempted */
 	bool		 status_failed;	/* the last status.json write failed */
 	char		*meta_pending;	/* meta.json, not written yet */
 	bool		 nodir;		/* no record directory yet: the store

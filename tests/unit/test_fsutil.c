@@ -487,7 +487,8 @@ check_links_refused(void)
 	ck_assert_int_eq(fsutil_open(tdir, "d/e/lf", O_RDONLY, 0), -1);
 	ck_assert_int_eq(errno, ELOOP);
 	errno = 0;
-	ck_assert_int_eq(fsutil_open(tdir, "ld", O_RDONLY | O_DIRECTORY, 0), -1);
+	ck_assert_int_eq(fsutil_open(tdir, "ld", O_RDONLY | O_DIRECTORY, 0),
+	    -1);
 	ck_assert_int_eq(errno, ELOOP);
 	ck_assert_int_eq(fsutil_open(tdir, "d/lo/new", O_WRONLY | O_CREAT,
 	    0600), -1);

@@ -1281,7 +1281,8 @@ START_TEST(status_refused_then_retried)
 
 	/* Space returns: the retry writes the final status of now. */
 	fsize_limit(RLIM_INFINITY);
-	ck_assert(tu_run_until(loop, owes_nothing, &tab, STATE_RETRY_S + WAIT_S));
+	ck_assert(tu_run_until(loop, owes_nothing, &tab,
+	    STATE_RETRY_S + WAIT_S));
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
 	ck_assert_int_eq(item(item(j, "exit"), "code")->valueint, 0);
@@ -1359,7 +1360,8 @@ START_TEST(table_without_boot_dir)
 
 	/* The directory becomes possible: boot dir, record, its files. */
 	ck_assert_int_eq(unlinkat(statefd2, "boots", 0), 0);
-	ck_assert(tu_run_until(loop, owes_nothing, &t2, STATE_RETRY_S + WAIT_S));
+	ck_assert(tu_run_until(loop, owes_nothing, &t2,
+	    STATE_RETRY_S + WAIT_S));
 	ck_assert_int_ne(t2.procsfd, -1);
 	ck_assert(tu_exists(statefd2, "boots"));
 	snprintf(rec, sizeof(rec), "boots/%s/procs/mem/status.json", boot2);
