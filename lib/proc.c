@@ -208,6 +208,7 @@ proctab_set_procsfd(struct proctab *t, int fd)
 static int
 proctab_boot_dir(struct proctab *t)
 {
+	bool	again = t->procsfd != -1 || t->state_err != 0;
 	int	fd, err;
 
 	if (boot_create(t->statefd, t->boot, &fd) == -1) {
@@ -218,7 +219,8 @@ proctab_boot_dir(struct proctab *t)
 		return -1;
 	}
 	proctab_set_procsfd(t, fd);
-	log_info("event=boot_dir_made boot=%s", t->boot);
+	if (again)
+		log_info("event=boot_dir_made boot=%s", t->boot);
 	return 0;
 }
 
