@@ -222,7 +222,7 @@ int
 agent_main(int argc, char **argv)
 {
 	char	boot[BOOT_ID_LEN + 1];
-	int	statefd, procsfd;
+	int	statefd;
 	size_t	i;
 	int64_t	t0 = codec_mono_ms();
 
@@ -249,11 +249,14 @@ agent_main(int argc, char **argv)
 	if ((statefd = open(opt.statedir, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1)
 		fatal("event=state_dir_failed dir=%s", opt.statedir);
-	if (boot_create(statefd, boot, &procsfd) == -1)
-		fatal("event=boot_create_failed dir=%s", opt.statedir);
+	/* Earlier boots first: removing old ones may make room for this one. */
 	boot_scan(statefd, boot, opt.keep_boots);
-
-	if (proctab_init(&tab, loop, boot, statefd, procsfd) == -1)
+	/*
+	 * The table makes the boot's directory.  A full or read-only state
+	 * dir does not keep PID 1 down: the agent serves, degraded (health
+	 * says so), and makes the directory once the disk takes it.
+	 */
+	if (proctab_init(&tab, loop, boot, statefd, -1) == -1)
 		fatal("event=proctab_failed");
 	tab.maxlive = opt.max_procs;
 	tab.keep_exited = opt.keep_exited;

@@ -27,6 +27,7 @@
 #define API_STDIN_BUSY		1	/* before any of its bytes */
 #define API_STDIN_BUSY_PART	2	/* after some were written */
 
+static void	api_health_state(cJSON *, struct proctab *);
 static void	api_health(struct http_conn *, struct http_req *);
 static void	api_launch(struct http_conn *, struct http_req *);
 static void	api_list(struct http_conn *, struct http_req *);
@@ -439,6 +440,29 @@ api_free_vec(char **argv, char **env)
 /* ------------------------------------------------------------------ */
 /* Handlers */
 
+/*
+ * "state":"ok", or "degraded" with why, while the state dir refuses what
+ * the agent must write (see proctab_state_error).
+ */
+static void
+api_health_state(cJSON *j, struct proctab *t)
+{
+	cJSON	*d;
+	bool	 bootdir;
+	int	 err, pending;
+
+	if ((err = proctab_state_error(t, &bootdir, &pending)) == 0) {
+		cJSON_AddStringToObject(j, "state", "ok");
+		return;
+	}
+	cJSON_AddStringToObject(j, "state", "degraded");
+	d = cJSON_AddObjectToObject(j, "degraded");
+	cJSON_AddStringToObject(d, "reason", "state_dir_unwritable");
+	cJSON_AddStringToObject(d, "error", strerror(err));
+	cJSON_AddBoolToObject(d, "bootDir", bootdir);
+	cJSON_AddNumberToObject(d, "pendingWrites", pending);
+}
+
 static void
 api_health(struct http_conn *c, struct http_req *r)
 {
@@ -447,7 +471,9 @@ api_health(struct http_conn *c, struct http_req *r)
 
 	(void)r;
 	j = cJSON_CreateObject();
+	/* "status" is liveness (the agent answers); "state" is storage. */
 	cJSON_AddStringToObject(j, "status", "ok");
+	api_health_state(j, a->tab);
 	cJSON_AddStringToObject(j, "bootId", a->tab->boot);
 	cJSON_AddStringToObject(j, "version", TEND_VERSION);
 	cJSON_AddNumberToObject(j, "apiVersion", TEND_API_VERSION);
@@ -880,16 +906,16 @@ api_delete(struct http_conn *c, struct http_req *r)
 		api_invalid(c, "force", "must be 1, true, 0 or false");
 		return;
 	}
-	if (p->state == PROC_RUNNING) {
-		if (!force) {
-			http_reply_error(c, 409, "conflict", "process '%s' is "
-			    "running; kill it first or use ?force=1", p->id);
-			return;
-		}
-		(void)kill(-p->pid, SIGKILL);
-		if (!p->reaped)
-			(void)kill(p->pid, SIGKILL);
+	if (p->state == PROC_RUNNING && !force) {
+		http_reply_error(c, 409, "conflict", "process '%s' is running; "
+		    "kill it first or use ?force=1", p->id);
+		return;
 	}
-	proc_delete(p);
+	/* Files that cannot be removed keep the record (and its group). */
+	if (proc_delete(p) == -1) {
+		http_reply_error(c, 500, "internal", "cannot remove the files "
+		    "of '%s': %s; the record is kept", p->id, strerror(errno));
+		return;
+	}
 	http_reply(c, 204, NULL, NULL, 0);
 }

@@ -67,17 +67,18 @@ boot_create(int statefd, const char *id, int *procsfd)
 	char		 path[64], now[TIME_MAX], kboot[64] = "";
 	char		*s, *k;
 	cJSON		*j;
-	int		 bfd, rc;
+	int		 bfd, rc, saved;
 
-	snprintf(path, sizeof(path), "boots/%s/procs", id);
-	if (fsutil_mkdirs(statefd, path) == -1)
-		return -1;
-	if ((*procsfd = openat(statefd, path,
-	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
-		return -1;
+	*procsfd = -1;
 	snprintf(path, sizeof(path), "boots/%s", id);
-	if ((bfd = openat(statefd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if ((bfd = fsutil_opendirs(statefd, path)) == -1)
 		return -1;
+	if ((*procsfd = fsutil_opendirs(bfd, "procs")) == -1) {
+		saved = errno;
+		close(bfd);
+		errno = saved;
+		return -1;
+	}
 	if ((k = fsutil_read(AT_FDCWD, "/proc/sys/kernel/random/boot_id",
 	    sizeof(kboot) - 1, NULL)) != NULL) {
 		snprintf(kboot, sizeof(kboot), "%.*s", (int)strcspn(k, "\n"), k);
@@ -92,9 +93,17 @@ boot_create(int statefd, const char *id, int *procsfd)
 	cJSON_AddNumberToObject(j, "pid", getpid());
 	s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
+	if (s == NULL)
+		errno = ENOMEM;
 	rc = s ? fsutil_write_atomic(bfd, "boot.json", s, strlen(s), true) : -1;
+	saved = errno;
 	free(s);
 	close(bfd);
+	if (rc == -1) {
+		close(*procsfd);
+		*procsfd = -1;
+	}
+	errno = saved;
 	return rc;
 }
 
@@ -108,7 +117,7 @@ boot_open_procs(int statefd, const char *id)
 		return -1;
 	}
 	snprintf(path, sizeof(path), "boots/%s/procs", id);
-	return openat(statefd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fsutil_open(statefd, path, O_RDONLY | O_DIRECTORY, 0);
 }
 
 static int
@@ -131,8 +140,8 @@ boot_scan(int statefd, const char *current, int keep)
 	size_t		 n = 0, cap = 0, i;
 	int		 bootsfd, procsfd;
 
-	if ((bootsfd = openat(statefd, "boots",
-	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if ((bootsfd = fsutil_open(statefd, "boots", O_RDONLY | O_DIRECTORY,
+	    0)) == -1)
 		return;
 	if ((d = fdopendir(bootsfd)) == NULL) {
 		close(bootsfd);
@@ -185,7 +194,9 @@ boot_set_size(cJSON *j, int dfd, const char *file, const char *field)
 {
 	struct stat	st;
 
-	if (fstatat(dfd, file, &st, 0) == -1)
+	/* A link planted as the file tells nothing of the record. */
+	if (fstatat(dfd, file, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode))
 		return;
 	cJSON_DeleteItemFromObjectCaseSensitive(j, field);
 	cJSON_AddNumberToObject(j, field, (double)st.st_size);
@@ -246,8 +257,9 @@ boot_mark_lost(int procsfd, const char *boot)
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.')
 			continue;
-		if ((dfd = openat(procsfd, de->d_name,
-		    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		/* A link planted as a record is none: never written through. */
+		if ((dfd = fsutil_open(procsfd, de->d_name, O_RDONLY |
+		    O_DIRECTORY, 0)) == -1)
 			continue;
 		s = fsutil_read(dfd, "status.json", 1 << 20, NULL);
 		j = s ? cJSON_Parse(s) : NULL;

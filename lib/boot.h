@@ -11,7 +11,12 @@
 /* 128 random bits as 32 lowercase hex characters. */
 int	boot_new_id(char out[BOOT_ID_LEN + 1]);
 bool	boot_id_valid(const char *);
-/* Create boots/<id>/procs and write boots/<id>/boot.json. */
+/*
+ * Create boots/<id>/procs (or find it) and write boots/<id>/boot.json;
+ * *procsfd is the procs directory.  On failure (a full or read-only
+ * state dir) nothing is left open, *procsfd is -1, and errno says why;
+ * calling again later is how a degraded agent recovers.
+ */
 int	boot_create(int statefd, const char *id, int *procsfd);
 /*
  * Earlier boots: records without a final status become state "error"

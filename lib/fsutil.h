@@ -1,26 +1,53 @@
 /*
  * fsutil: small file-system operations relative to directory fds.
+ *
+ * Under a directory fd (the state dir and what is below it) no function
+ * follows a symbolic link or leaves the directory: a link planted there
+ * is refused (ELOOP), as is "..", an absolute path (EXDEV).
  */
 #ifndef TEND_FSUTIL_H
 #define TEND_FSUTIL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* All of d to fd (EINTR retried).  0, or -1 and errno. */
 int	fsutil_write_all(int fd, const void *, size_t);
-/* Replace name in dirfd atomically: name.tmp, (fsync), rename. */
+/*
+ * Open path under dirfd: no component may be a symlink, none may lead
+ * out of dirfd (openat2 RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH, or one
+ * component at a time with O_NOFOLLOW where openat2 is missing).
+ * O_CLOEXEC is added.  An fd, or -1 and errno.
+ */
+int	fsutil_open(int dirfd, const char *path, int flags, mode_t mode);
+/* mkdir -p of path under dirfd (mode 0700), as fsutil_open: its fd. */
+int	fsutil_opendirs(int dirfd, const char *path);
+/*
+ * Replace name (one component) in dirfd atomically: a new name.tmp
+ * (O_EXCL: a stale one is removed first, a link is never followed),
+ * (fsync), rename.  On failure the temp is removed and the old name is
+ * untouched.
+ */
 int	fsutil_write_atomic(int dirfd, const char *name, const void *, size_t,
 	    bool sync);
-/* Write a file that must not exist yet (O_EXCL), in one go. */
+/*
+ * Create name, which must not exist yet (EEXIST), whole or not at all:
+ * written to name.tmp as above, then renamed without replacing.
+ */
 int	fsutil_write_new(int dirfd, const char *name, const void *, size_t);
 /* Remove name (a file or a whole tree) in dirfd.  ENOENT is success. */
 int	fsutil_rmtree(int dirfd, const char *name);
-/* mkdir -p of a relative path under dirfd, mode 0700. */
+/*
+ * mkdir -p, mode 0700.  Under a directory fd as fsutil_opendirs; with
+ * AT_FDCWD (the state dir named on the command line) links are followed.
+ */
 int	fsutil_mkdirs(int dirfd, const char *path);
 /*
- * Read a whole small file (<= max bytes, not through a symlink) into a
- * NUL-terminated malloc'd string.
+ * Read a whole small file (<= max bytes) into a NUL-terminated malloc'd
+ * string.  Under a directory fd it is opened with fsutil_open; with
+ * AT_FDCWD (system files: /proc/self/...) only the last component must
+ * not be a link.
  */
 char	*fsutil_read(int dirfd, const char *name, size_t max, size_t *len);
 

@@ -41,6 +41,7 @@ struct follower {
 	int			 stream;	/* FK_RAW */
 	uint64_t		 seq;	/* last index record delivered */
 	uint64_t		 off;	/* FK_RAW: next offset */
+	uint64_t		 dropped;	/* FK_EXEC: drops told */
 	bool			 follow;
 	bool			 done;
 	char			 boot[33];
@@ -53,6 +54,7 @@ static char	logs_chunk[LOG_CHUNK];
 #define EXEC_PIECE	(sizeof(logs_chunk) / 3 * 3)
 
 static void	follower_pump(struct follower *);
+static int	follower_dropped(struct follower *);
 static void	follower_free(struct follower *);
 static int	logs_next_rec(struct logstore *, uint64_t *, struct ls_rec *);
 
@@ -109,8 +111,8 @@ logs_open(struct http_conn *c, struct http_req *r, struct follower *f,
 		follower_name_proc(f, *pp);
 		return 0;
 	}
-	dfd = proc_id_valid(r->param[0]) ? openat(procsfd, r->param[0],
-	    O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	dfd = proc_id_valid(r->param[0]) ? fsutil_open(procsfd, r->param[0],
+	    O_RDONLY | O_DIRECTORY, 0) : -1;
 	if (dfd == -1 || logstore_open(&f->ro, dfd, LS_NSTREAMS,
 	    logs_streams) == -1) {
 		if (dfd != -1)
@@ -343,6 +345,32 @@ follower_pump_raw(struct follower *f)
 	return false;
 }
 
+/*
+ * Bytes the disk refused take no offset and no chunk, so the walk of
+ * the index never meets them: an exec stream tells of them as they
+ * grow, in a truncated event at its position of the moment.
+ */
+static int
+follower_dropped(struct follower *f)
+{
+	struct buf	 ev = { 0 };
+	char		 cur[CURSOR_MAX];
+	uint64_t	 n;
+	int		 rc;
+
+	if (f->ls->dropped <= f->dropped)
+		return 0;
+	n = f->ls->dropped - f->dropped;
+	f->dropped = f->ls->dropped;
+	cursor_format(cur, f->boot, f->key, f->seq);
+	logs_event_head(&ev, "truncated", cur, codec_now_ms());
+	buf_printf(&ev, ",\"skippedBytes\":%llu,\"droppedBytes\":%llu}",
+	    (unsigned long long)n, (unsigned long long)n);
+	rc = http_sse_event(f->c, cur, ev.data);
+	buf_free(&ev);
+	return rc;
+}
+
 static void
 follower_finish(struct follower *f)
 {
@@ -364,6 +392,8 @@ follower_pump(struct follower *f)
 	caught_up = f->kind == FK_RAW ? follower_pump_raw(f) :
 	    follower_pump_sse(f);
 	if (!caught_up || f->c->dead)
+		return;
+	if (f->kind == FK_EXEC && follower_dropped(f) == -1)
 		return;
 	if (!follower_ended(f)) {
 		if (f->follow || f->kind == FK_EXEC)
@@ -661,7 +691,9 @@ exec_reply(struct execwait *x, struct proc *p)
 		cJSON_AddStringToObject(j, logs_streams[s], b64.data);
 	}
 	buf_free(&b64);
-	cJSON_AddBoolToObject(j, "truncated", truncated);
+	/* Bytes the disk refused are missing from the reply as well. */
+	cJSON_AddNumberToObject(j, "droppedBytes", (double)p->ls.dropped);
+	cJSON_AddBoolToObject(j, "truncated", truncated || p->ls.dropped > 0);
 	cJSON_AddNumberToObject(j, "durationMs",
 	    (double)(codec_mono_ms() - x->t0));
 	http_conn_own(c, NULL, NULL, NULL);
@@ -818,8 +850,13 @@ logs_metrics(struct http_conn *c, struct http_req *r)
 	buf_printf(&b,
 	    "# HELP tend_log_lines_dropped_total Agent log lines stderr could not take.\n"
 	    "# TYPE tend_log_lines_dropped_total counter\n"
-	    "tend_log_lines_dropped_total %llu\n",
-	    (unsigned long long)log_dropped());
+	    "tend_log_lines_dropped_total %llu\n"
+	    "# HELP tend_state_degraded 1 while the state dir refuses writes "
+	    "(see /v1/health).\n"
+	    "# TYPE tend_state_degraded gauge\n"
+	    "tend_state_degraded %d\n",
+	    (unsigned long long)log_dropped(),
+	    proctab_state_error(t, NULL, NULL) != 0);
 	http_reply(c, 200, "text/plain; version=0.0.4", b.data, b.len);
 	buf_free(&b);
 }

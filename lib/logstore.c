@@ -60,12 +60,14 @@ logstore_openall(struct logstore *ls, int dirfd, int nstreams,
 		return -1;
 	ls->nstreams = nstreams;
 	for (i = 0; i < nstreams; i++) {
-		if ((ls->fd[i] = openat(dirfd, names[i], flags, mode)) == -1 &&
+		if ((ls->fd[i] = openat(dirfd, names[i], flags | O_NOFOLLOW,
+		    mode)) == -1 &&
 		    (errno != ENOENT || (flags & O_CREAT)))
 			goto fail;
 	}
 	/* Read-only, a missing file is one a lazy store never created. */
-	if ((ls->idxfd = openat(dirfd, LS_INDEX, flags, mode)) == -1 &&
+	if ((ls->idxfd = openat(dirfd, LS_INDEX, flags | O_NOFOLLOW,
+	    mode)) == -1 &&
 	    (errno != ENOENT || (flags & O_CREAT)))
 		goto fail;
 	return 0;
@@ -119,7 +121,8 @@ logstore_create_lazy(struct logstore *ls, int dirfd, int nstreams,
 static int
 logstore_ensure(struct logstore *ls, int s)
 {
-	const int	flags = O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC;
+	const int	flags = O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC |
+			    O_NOFOLLOW;
 
 	if (ls->fd[s] == -1 && (ls->dirfd == -1 ||
 	    (ls->fd[s] = openat(ls->dirfd, ls->names[s], flags, 0640)) == -1))

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "boot.h"
 #include "codec.h"
 #include "fsutil.h"
 #include "log.h"
@@ -60,8 +61,24 @@ static void	proc_check_settled(struct proc *);
 static void	proc_settle(struct proc *);
 static void	proc_notify(struct proc *, enum proc_event);
 static void	proc_write_status(struct proc *, bool);
-static int	proc_write_meta(struct proc *, const struct proc_opts *);
+static int	proc_put_status(struct proc *);
+static void	proc_write_meta(struct proc *, const struct proc_opts *);
+static int	proc_put_meta(struct proc *);
+static int	proc_catch_up(struct proc *);
+static int	proc_dir(struct proc *);
+static void	proc_dir_done(struct proc *, int);
+static int	proc_open_record(struct proc *, uint64_t);
+static int	proc_mkdir(struct proctab *, const char *);
+static void	proc_store_nowhere(struct proc *, uint64_t);
+static cJSON	*proc_status_build(struct proc *, bool);
+static void	proc_forget(struct proc *);
 static void	proc_free(struct proc *);
+static int	proctab_boot_dir(struct proctab *);
+static void	proctab_set_procsfd(struct proctab *, int);
+static void	proctab_trouble(struct proctab *, int);
+static void	proctab_retry_cb(struct ev_loop *, ev_timer *, int);
+static int	proctab_syncfd(struct proctab *);
+static void	proctab_sync_soon(struct proctab *);
 static void	proc_trim_exited(struct proctab *);
 static void	proc_trim_cb(struct ev_loop *, ev_prepare *, int);
 static void	proc_sync_cb(struct ev_loop *, ev_timer *, int);
@@ -99,6 +116,10 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 	ev_timer_init(&t->sweep, proc_sweep_cb, PROC_SWEEP, PROC_SWEEP);
 	ev_timer_start(loop, &t->sweep);
 	ev_unref(loop);		/* the sweep alone does not keep the loop */
+	ev_timer_init(&t->retry, proctab_retry_cb, STATE_RETRY_S,
+	    STATE_RETRY_S);
+	if (procsfd == -1)
+		(void)proctab_boot_dir(t);	/* or degraded: it retries */
 
 	/* The base environment: the agent's, without its own TEND_* knobs. */
 	while (environ[n] != NULL)
@@ -152,9 +173,110 @@ proctab_free(struct proctab *t)
 	ev_ref(t->loop);
 	ev_timer_stop(t->loop, &t->sweep);
 	ev_timer_stop(t->loop, &t->sync);
-	(void)syncfs(t->procsfd);
+	ev_timer_stop(t->loop, &t->retry);
+	(void)syncfs(proctab_syncfd(t));
+	proctab_set_procsfd(t, -1);
 	free(t->baseenv);
 	t->baseenv = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The state dir refusing writes */
+
+/* The fd syncfs takes: any fd of the state dir's file system. */
+static int
+proctab_syncfd(struct proctab *t)
+{
+	return t->procsfd != -1 ? t->procsfd : t->statefd;
+}
+
+/* A procs fd the table made is the table's to close; one given is not. */
+static void
+proctab_set_procsfd(struct proctab *t, int fd)
+{
+	if (t->procsfd_ours && t->procsfd != -1)
+		close(t->procsfd);
+	t->procsfd = fd;
+	t->procsfd_ours = fd != -1;
+}
+
+/*
+ * (Re)make the boot's directory: at start when the agent gives none, and
+ * when its procs directory was removed under us.  Without it new records
+ * live in memory only (proc_open_record) and the retry timer tries again.
+ */
+static int
+proctab_boot_dir(struct proctab *t)
+{
+	bool	again = t->procsfd != -1 || t->state_err != 0;
+	int	fd, err;
+
+	if (boot_create(t->statefd, t->boot, &fd) == -1) {
+		err = errno;
+		proctab_set_procsfd(t, -1);
+		proctab_trouble(t, err);
+		errno = err;
+		return -1;
+	}
+	proctab_set_procsfd(t, fd);
+	if (again)
+		log_info("event=boot_dir_made boot=%s", t->boot);
+	return 0;
+}
+
+/* A write to the state dir failed: say so once, retry until it takes it. */
+static void
+proctab_trouble(struct proctab *t, int err)
+{
+	if (t->state_err == 0)
+		log_warnx("event=state_degraded err=\"%s\" msg=\"writes to the "
+		    "state dir are retried every %gs\"", strerror(err),
+		    STATE_RETRY_S);
+	t->state_err = err;
+	if (!ev_is_active(&t->retry))
+		ev_timer_start(t->loop, &t->retry);
+}
+
+/*
+ * The boot's directory, then what each record owes, oldest first.  The
+ * first failure ends the round: the disk still refuses, and the rest
+ * would only fail as well.
+ */
+static void
+proctab_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct proctab	*t = container_of(w, struct proctab, retry);
+	struct proc	*p;
+
+	(void)revents;
+	if (t->procsfd == -1 && proctab_boot_dir(t) == -1)
+		return;
+	for (p = t->head; p != NULL; p = p->next)
+		if (proc_catch_up(p) == -1) {
+			t->state_err = errno;
+			return;
+		}
+	ev_timer_stop(loop, w);
+	t->state_err = 0;
+	log_info("event=state_recovered");
+}
+
+int
+proctab_state_error(struct proctab *t, bool *bootdir, int *pending)
+{
+	struct proc	*p;
+	int		 n = 0;
+
+	for (p = t->head; p != NULL; p = p->next)
+		if (p->status_failed || p->meta_pending != NULL)
+			n++;
+	if (bootdir != NULL)
+		*bootdir = t->procsfd != -1;
+	if (pending != NULL)
+		*pending = n;
+	if (t->procsfd != -1 && n == 0)
+		return 0;
+	return t->state_err != 0 ? t->state_err : EIO;
 }
 
 bool
@@ -624,14 +746,11 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 
 	/*
 	 * The record's directory is made while the child loads its program
-	 * on another CPU.  Without it nothing could be stored: the launch
-	 * is undone (the reaper collects the child).
+	 * on another CPU.  If it cannot be (other than by a full or
+	 * read-only state dir) the launch is undone (the reaper collects
+	 * the child).
 	 */
-	if ((mkdirat(t->procsfd, p->id, 0700) == -1 && errno != EEXIST) ||
-	    (p->dirfd = openat(t->procsfd, p->id,
-	    O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    logstore_create_lazy(&p->ls, p->dirfd, LS_NSTREAMS, proc_streams,
-	    o->maxlog ? o->maxlog : t->maxlog) == -1) {
+	if (proc_open_record(p, o->maxlog ? o->maxlog : t->maxlog) == -1) {
 		*err = errno;
 		(void)kill(-pid, SIGKILL);
 		goto fail_keep_err;
@@ -672,8 +791,7 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 	t->tail = p;
 	t->nlive++;
 	t->started++;
-	if (proc_write_meta(p, o) == -1)
-		log_warn("event=meta_write_failed id=%s", p->id);
+	proc_write_meta(p, o);
 	/*
 	 * The first status waits a moment: a process that ends by then gets
 	 * its final status as the first and only write (one file created,
@@ -707,17 +825,84 @@ fail_keep_err:
 	return NULL;
 }
 
+/* Errors of a state dir that is full, read-only, or gone. */
+static bool
+proc_disk_refused(int err)
+{
+	return err == ENOSPC || err == EDQUOT || err == EROFS || err == EIO ||
+	    err == ENOENT || err == EACCES;
+}
+
 /*
- * meta.json: how the process was launched.  The environment is recorded
- * by name only: values may be secrets.
+ * The record's directory and store.  A procs directory removed under us
+ * is made again.  When the state dir cannot take a directory (full,
+ * read-only, the boot's directory missing) the record lives in memory:
+ * its output is dropped and counted, and its directory, meta.json and
+ * status.json are written once the state dir takes them (the retry
+ * timer).  Anything else, a link planted under the ID included, fails.
  */
 static int
+proc_open_record(struct proc *p, uint64_t maxlog)
+{
+	struct proctab	*t = p->tab;
+	int		 err = t->state_err != 0 ? t->state_err : ENOENT;
+
+	if (t->procsfd != -1) {
+		if ((p->dirfd = proc_mkdir(t, p->id)) != -1)
+			return logstore_create_lazy(&p->ls, p->dirfd,
+			    LS_NSTREAMS, proc_streams, maxlog);
+		if (!proc_disk_refused(errno))
+			return -1;
+		err = errno;
+	}
+	log_warnx("event=record_in_memory id=%s err=\"%s\"", p->id,
+	    strerror(err));
+	proctab_trouble(t, err);
+	p->nodir = true;
+	proc_store_nowhere(p, maxlog);
+	return 0;
+}
+
+/* A record's directory, made or found; a procs directory gone is remade. */
+static int
+proc_mkdir(struct proctab *t, const char *id)
+{
+	int	fd;
+
+	fd = fsutil_opendirs(t->procsfd, id);
+	if (fd == -1 && errno == ENOENT && proctab_boot_dir(t) == 0)
+		fd = fsutil_opendirs(t->procsfd, id);
+	return fd;
+}
+
+/*
+ * A store with no directory: logstore_ensure has no dirfd to create its
+ * files in, so every byte is dropped and counted, and readers find an
+ * empty record.  (logstore_create_lazy wants a directory.)
+ */
+static void
+proc_store_nowhere(struct proc *p, uint64_t maxlog)
+{
+	struct logstore	*ls = &p->ls;
+
+	memset(ls, 0, sizeof(*ls));
+	ls->fd[0] = ls->fd[1] = ls->idxfd = ls->dirfd = -1;
+	ls->nstreams = LS_NSTREAMS;
+	ls->maxbytes = maxlog;
+	ls->names = proc_streams;
+}
+
+/*
+ * meta.json: how the process was launched.  The environment is recorded
+ * by name only: values may be secrets.  Kept in memory until written.
+ */
+static void
 proc_write_meta(struct proc *p, const struct proc_opts *o)
 {
 	char	 ts[TIME_MAX], *s;
 	cJSON	*j, *a;
 	size_t	 i;
-	int	 rc;
+	int	 err;
 
 	j = cJSON_CreateObject();
 	a = cJSON_AddArrayToObject(j, "argv");
@@ -748,11 +933,95 @@ proc_write_meta(struct proc *p, const struct proc_opts *o)
 	cJSON_AddStringToObject(j, "bootId", p->tab->boot);
 	s = cJSON_PrintUnformatted(j);
 	cJSON_Delete(j);
-	if (s == NULL)
+	if ((p->meta_pending = s) == NULL) {
+		log_warnx("event=meta_write_failed id=%s err=\"out of memory\"",
+		    p->id);
+		return;
+	}
+	/* A record in memory said so already (proc_open_record). */
+	if (proc_put_meta(p) == -1) {
+		err = errno;
+		if (!p->nodir)
+			log_warn("event=meta_write_failed id=%s", p->id);
+		proctab_trouble(p->tab, err);
+	}
+}
+
+/* Write the pending meta.json: a new file, never replaced. */
+static int
+proc_put_meta(struct proc *p)
+{
+	int	dfd, rc, err;
+
+	if ((dfd = proc_dir(p)) == -1)
 		return -1;
-	rc = fsutil_write_new(p->dirfd, "meta.json", s, strlen(s));
-	free(s);
-	return rc;
+	rc = fsutil_write_new(dfd, "meta.json", p->meta_pending,
+	    strlen(p->meta_pending));
+	err = errno;
+	proc_dir_done(p, dfd);
+	if (rc == -1 && err != EEXIST) {
+		errno = err;
+		return -1;
+	}
+	free(p->meta_pending);
+	p->meta_pending = NULL;
+	return 0;
+}
+
+/*
+ * The record's directory for one write: its own fd while it holds one;
+ * else opened for the write; or made, for a record launched without one
+ * (which holds it from then on, its output still dropped) or whose
+ * directory was removed under us: its status is worth keeping.  -1 and
+ * errno.
+ */
+static int
+proc_dir(struct proc *p)
+{
+	struct proctab	*t = p->tab;
+	int		 fd;
+
+	if (p->dirfd != -1)
+		return p->dirfd;
+	if (t->procsfd == -1) {
+		errno = t->state_err != 0 ? t->state_err : ENOENT;
+		return -1;
+	}
+	if (!p->nodir && ((fd = fsutil_open(t->procsfd, p->id,
+	    O_RDONLY | O_DIRECTORY, 0)) != -1 || errno != ENOENT))
+		return fd;
+	if ((fd = proc_mkdir(t, p->id)) == -1 || !p->nodir)
+		return fd;
+	p->dirfd = fd;
+	p->nodir = false;
+	return fd;
+}
+
+static void
+proc_dir_done(struct proc *p, int fd)
+{
+	if (fd != p->dirfd)
+		close(fd);
+}
+
+/*
+ * What the record still owes the state dir: 0 when nothing (any more).
+ * The status written is the one of now, so a late write is never stale.
+ */
+static int
+proc_catch_up(struct proc *p)
+{
+	if (p->meta_pending != NULL && proc_put_meta(p) == -1)
+		return -1;
+	if (!p->status_failed)
+		return 0;
+	if (proc_put_status(p) == -1)
+		return -1;
+	p->status_failed = false;
+	if (p->state != PROC_RUNNING)
+		proctab_sync_soon(p->tab);	/* a final one, late */
+	log_info("event=status_written id=%s late=1", p->id);
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -991,8 +1260,9 @@ proc_trim_exited(struct proctab *t)
 
 	for (p = t->head; p != NULL && t->nexited > t->keep_exited; p = next) {
 		next = p->next;
-		if (p->state != PROC_RUNNING)
-			proc_delete(p);
+		/* Files that stay (a read-only disk) do not hold memory. */
+		if (p->state != PROC_RUNNING && proc_delete(p) == -1)
+			proc_forget(p);
 	}
 }
 
@@ -1136,6 +1406,16 @@ proc_exit_json(struct proc *p)
 cJSON *
 proc_status_json(struct proc *p)
 {
+	return proc_status_build(p, true);
+}
+
+/*
+ * The status; live (a reply, not status.json) adds what only the agent
+ * can know: that the file on disk is behind.
+ */
+static cJSON *
+proc_status_build(struct proc *p, bool live)
+{
 	char	 ts[TIME_MAX];
 	cJSON	*j, *a;
 	size_t	 i;
@@ -1161,51 +1441,79 @@ proc_status_json(struct proc *p)
 	cJSON_AddNumberToObject(j, "stderrBytes", (double)p->ls.end[LS_STDERR]);
 	cJSON_AddNumberToObject(j, "droppedBytes", (double)p->ls.dropped);
 	cJSON_AddRawToObject(j, "tags", p->tags);
+	if (live && p->status_failed)
+		cJSON_AddBoolToObject(j, "statusWriteFailed", true);
 	return j;
 }
 
 /*
- * status.json.  The first is a new file, written directly; later ones
- * replace it atomically (temp file, rename).  A final status is made
- * durable by one syncfs of the state dir at most a second later, rather
- * than an fsync per file on the loop: a record found "running" after a
- * crash becomes "lost" either way.
+ * status.json, the first one included, replaces the last atomically
+ * (temp file, rename): a write the disk refuses leaves the previous file
+ * whole, and the record says statusWriteFailed until a retry (every
+ * STATE_RETRY_S, and at shutdown) writes the status of that moment.  A
+ * final status is made durable by one syncfs of the state dir at most a
+ * second later, rather than an fsync per file on the loop: a record
+ * found "running" after a crash becomes "lost" either way.
  */
 static void
 proc_write_status(struct proc *p, bool final)
 {
 	struct proctab	*t = p->tab;
-	cJSON		*j;
-	char		*s;
-	int		 rc;
+	int		 err;
 
-	if ((j = proc_status_json(p)) == NULL)
-		return;
-	s = cJSON_PrintUnformatted(j);
-	cJSON_Delete(j);
-	if (s == NULL)
-		rc = -1;
-	else if (!p->status_written)
-		rc = fsutil_write_new(p->dirfd, "status.json", s, strlen(s));
-	else
-		rc = fsutil_write_atomic(p->dirfd, "status.json", s, strlen(s),
-		    false);
-	if (rc == -1)
-		log_warn("event=status_write_failed id=%s", p->id);
 	p->status_written = true;
-	free(s);
-	if (final && !ev_is_active(&t->sync)) {
-		/* A stopped one-shot timer keeps its spent time: set anew. */
-		ev_timer_set(&t->sync, PROC_SYNC_DELAY, 0.);
-		ev_timer_start(t->loop, &t->sync);
+	if (proc_put_status(p) == 0)
+		p->status_failed = false;
+	else {
+		err = errno;
+		if (!p->status_failed && !p->nodir)
+			log_warn("event=status_write_failed id=%s", p->id);
+		p->status_failed = true;
+		proctab_trouble(t, err);
 	}
+	if (final)
+		proctab_sync_soon(t);
 }
 
-/*
- * syncfs can take long on a busy disk; the loop must not wait for it, so
- * a forked child does it (the reap loop collects the child).  One at a
- * time: a sync still running covers what the next would.
- */
+static void
+proctab_sync_soon(struct proctab *t)
+{
+	if (ev_is_active(&t->sync))
+		return;
+	/* A stopped one-shot timer keeps its spent time: set anew. */
+	ev_timer_set(&t->sync, PROC_SYNC_DELAY, 0.);
+	ev_timer_start(t->loop, &t->sync);
+}
+
+static int
+proc_put_status(struct proc *p)
+{
+	cJSON	*j;
+	char	*s;
+	int	 dfd, rc, err;
+
+	if ((j = proc_status_build(p, false)) == NULL ||
+	    (s = cJSON_PrintUnformatted(j)) == NULL) {
+		cJSON_Delete(j);
+		errno = ENOMEM;
+		return -1;
+	}
+	cJSON_Delete(j);
+	if ((dfd = proc_dir(p)) == -1)
+		rc = -1;
+	else {
+		rc = fsutil_write_atomic(dfd, "status.json", s, strlen(s),
+		    false);
+		err = errno;
+		proc_dir_done(p, dfd);
+		errno = err;
+	}
+	err = errno;
+	free(s);
+	errno = err;
+	return rc;
+}
+
 static void
 proc_first_status_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -1217,10 +1525,16 @@ proc_first_status_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		proc_write_status(p, false);
 }
 
+/*
+ * syncfs can take long on a busy disk; the loop must not wait for it, so
+ * a forked child does it (the reap loop collects the child).  One at a
+ * time: a sync still running covers what the next would.
+ */
 static void
 proc_sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
 	struct proctab	*t = container_of(w, struct proctab, sync);
+	int		 sfd = proctab_syncfd(t);
 	pid_t		 pid;
 
 	(void)revents;
@@ -1233,15 +1547,15 @@ proc_sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		/* No pipe or socket of the agent may live on in it. */
 		int	fd;
 
-		for (fd = 0; fd < t->procsfd; fd++)
+		for (fd = 0; fd < sfd; fd++)
 			(void)close(fd);
-		if (close_range(t->procsfd + 1, ~0U, 0) == -1)
-			for (fd = t->procsfd + 1; fd < 65536; fd++)
+		if (close_range(sfd + 1, ~0U, 0) == -1)
+			for (fd = sfd + 1; fd < 65536; fd++)
 				(void)close(fd);
-		(void)syncfs(t->procsfd);
+		(void)syncfs(sfd);
 		_exit(0);
 	}
-	if (pid == -1 && syncfs(t->procsfd) == -1)
+	if (pid == -1 && syncfs(sfd) == -1)
 		log_warn("event=syncfs_failed");
 	t->sync_pid = pid > 0 ? pid : 0;
 }
@@ -1261,9 +1575,9 @@ proc_sync_cb(struct ev_loop *loop, ev_timer *w, int revents)
 static bool
 proc_release_fds(struct proc *p)
 {
-	if (!p->fds_open || p->state == PROC_RUNNING || !proc_output_done(p) ||
-	    p->watchers != NULL)
-		return false;
+	if (!p->fds_open || p->nodir || p->state == PROC_RUNNING ||
+	    !proc_output_done(p) || p->watchers != NULL)
+		return false;	/* nodir: nothing to reopen from */
 	logstore_close(&p->ls);
 	if (p->dirfd != -1)
 		close(p->dirfd);
@@ -1280,7 +1594,7 @@ proc_store(struct proc *p)
 
 	if (p->fds_open)
 		return &p->ls;
-	dfd = openat(p->tab->procsfd, p->id, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dfd = fsutil_open(p->tab->procsfd, p->id, O_RDONLY | O_DIRECTORY, 0);
 	if (dfd == -1)
 		return NULL;
 	i = logstore_open(&ro, dfd, LS_NSTREAMS, proc_streams);
@@ -1359,8 +1673,32 @@ proc_notify(struct proc *p, enum proc_event ev)
 /* ------------------------------------------------------------------ */
 /* Removal */
 
-void
+int
 proc_delete(struct proc *p)
+{
+	struct proctab	*t = p->tab;
+	int		 err;
+
+	/* The files first: a record whose files stay is kept as it was. */
+	if (!p->nodir && t->procsfd != -1 &&
+	    fsutil_rmtree(t->procsfd, p->id) == -1) {
+		err = errno;
+		log_warn("event=record_remove_failed id=%s", p->id);
+		errno = err;
+		return -1;
+	}
+	if (p->state == PROC_RUNNING) {
+		(void)kill(-p->pid, SIGKILL);
+		if (!p->reaped)
+			(void)kill(p->pid, SIGKILL);
+	}
+	proc_forget(p);
+	return 0;
+}
+
+/* Out of the table and gone; its files are not touched. */
+static void
+proc_forget(struct proc *p)
 {
 	struct proctab	*t = p->tab;
 
@@ -1384,8 +1722,6 @@ proc_delete(struct proc *p)
 		p->next->prev = p->prev;
 	else
 		t->tail = p->prev;
-	if (fsutil_rmtree(t->procsfd, p->id) == -1)
-		log_warn("event=record_remove_failed id=%s", p->id);
 	log_info("event=process_removed id=%s", p->id);
 	proc_free(p);
 }
@@ -1421,6 +1757,7 @@ proc_free(struct proc *p)
 		free(p->argv[i]);
 	free(p->argv);
 	free(p->cwd);
+	free(p->meta_pending);
 	free(p->tags);
 	buf_free(&p->inbuf);
 	free(p);
@@ -1447,10 +1784,28 @@ void
 proctab_finalize(struct proctab *t)
 {
 	struct proc	*p, *next;
+	int		 owed = 0;
 
 	for (p = t->head; p != NULL; p = next) {
 		next = p->next;
 		if (p->state == PROC_RUNNING && p->reaped)
 			proc_settle(p);
 	}
+	/*
+	 * After the agent nobody retries: one more try for what is owed,
+	 * until the disk refuses again.  What is left becomes "lost".
+	 */
+	if (t->procsfd == -1)
+		(void)proctab_boot_dir(t);
+	for (p = t->head; p != NULL; p = p->next) {
+		if (!p->status_failed && p->meta_pending == NULL)
+			continue;
+		if (owed == 0 && proc_catch_up(p) == 0)
+			continue;
+		if (owed++ == 0)
+			t->state_err = errno;
+	}
+	if (owed > 0)
+		log_warnx("event=statuses_not_written count=%d err=\"%s\"",
+		    owed, strerror(t->state_err != 0 ? t->state_err : EIO));
 }

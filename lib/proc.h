@@ -57,7 +57,11 @@ struct proc {
 	int		 code;		/* exit code, 128+N when signalled */
 	int		 sig;		/* 0 when not signalled */
 	bool		 timed_out;
-	bool		 status_written;
+	bool		 status_written;	/* first status attempted */
+	bool		 status_failed;	/* the last status.json write failed */
+	char		*meta_pending;	/* meta.json, not written yet */
+	bool		 nodir;		/* no record directory yet: the store
+					   drops every byte */
 	bool		 fds_open;	/* ls (and dirfd) hold open files */
 	int		 dirfd;
 	struct logstore	 ls;
@@ -99,7 +103,12 @@ struct proctab {
 	struct ev_loop	*loop;
 	char		 boot[33];
 	int		 statefd;	/* state dir */
-	int		 procsfd;	/* boots/<boot>/procs */
+	int		 procsfd;	/* boots/<boot>/procs, or -1 while the
+					   state dir cannot take it */
+	bool		 procsfd_ours;	/* made (and closed) by the table */
+	int		 state_err;	/* errno of the last failed write to
+					   the state dir, while one is owed */
+	ev_timer	 retry;		/* writes what is owed, when it can */
 	struct proc	*head, *tail;	/* launch order */
 	int		 nlive;		/* not yet exited */
 	int		 nexited;
@@ -119,9 +128,23 @@ struct proctab {
 	uint64_t	 started, exited, orphans, stored, dropped;
 };
 
+/*
+ * procsfd -1: the table makes the boot's directory itself (boot_create).
+ * If the state dir refuses it the table runs degraded: records live in
+ * memory only, their output dropped and counted, until a retry every
+ * STATE_RETRY_S makes the directory.
+ */
 int	proctab_init(struct proctab *, struct ev_loop *, const char *boot,
 	    int statefd, int procsfd);
 void	proctab_free(struct proctab *);
+/*
+ * What the state dir owes us: 0 when the boot's directory exists and
+ * every record's files are written; else the errno of the last failed
+ * write, with *bootdir false while the boot's directory is missing and
+ * *pending the records whose meta.json or status.json waits for a retry
+ * (either pointer may be NULL).
+ */
+int	proctab_state_error(struct proctab *, bool *bootdir, int *pending);
 
 /*
  * Launch.  Returns the record, or NULL with *err set: the errno of a failed
@@ -152,11 +175,18 @@ int	proc_stdin_hold(struct proc *, void *writer,
 void	proc_stdin_unhold(struct proc *);
 /* The queue is above PROC_STDIN_HIGH: a writer should be held. */
 bool	proc_stdin_full(struct proc *);
-/* Remove the record and its files; the process must have ended. */
-void	proc_delete(struct proc *);
+/*
+ * Remove the record and its files; a group still running is killed
+ * (SIGKILL) once the files are gone.  -1 and errno when the files could
+ * not be removed: then the record stays as it was.
+ */
+int	proc_delete(struct proc *);
 /* TERM (or sig) every live group, for shutdown. */
 void	proctab_signal_all(struct proctab *, int sig);
-/* Write a final status for every record (shutdown). */
+/*
+ * Write a final status for every record (shutdown), and try once more
+ * what the state dir refused so far.
+ */
 void	proctab_finalize(struct proctab *);
 
 cJSON	*proc_status_json(struct proc *);

@@ -41,6 +41,7 @@
 #define LOGS_JSON_LIMIT_CAP	(16 * 1024 * 1024)	/* largest one asked */
 
 #define BOOT_KEEP		3
+#define STATE_RETRY_S		1.0		/* s, refused state writes */
 #define AGENT_GRACE		8.0		/* s */
 
 #endif

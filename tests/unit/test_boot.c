@@ -1,7 +1,9 @@
 /*
  * boot: IDs, the boot directory and boot.json, and what a new boot does
  * to the boots before it: records left running become "lost", and only
- * the newest few boots are kept.
+ * the newest few boots are kept.  A boot.json that cannot be written
+ * leaves nothing open (the agent retries), and links planted in the state
+ * dir are never written through.
  */
 #include <sys/stat.h>
 
@@ -217,6 +219,72 @@ START_TEST(create_fails_cleanly)
 }
 END_TEST
 
+START_TEST(create_retries_after_refusal)
+{
+	int	procsfd = 7;
+
+	/* boot.json's temp cannot be made: the write is refused. */
+	ck_assert_int_eq(fsutil_mkdirs(statefd, "boots/" CUR "/boot.json.tmp"),
+	    0);
+	errno = 0;
+	ck_assert_int_eq(boot_create(statefd, CUR, &procsfd), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	ck_assert_int_eq(procsfd, -1);
+	ck_assert(!tu_exists(statefd, "boots/" CUR "/boot.json"));
+	/* Called again once the state dir takes it. */
+	ck_assert_int_eq(unlinkat(statefd, "boots/" CUR "/boot.json.tmp",
+	    AT_REMOVEDIR), 0);
+	ck_assert_int_eq(boot_create(statefd, CUR, &procsfd), 0);
+	ck_assert_int_ge(procsfd, 0);
+	ck_assert(tu_exists(statefd, "boots/" CUR "/boot.json"));
+	close(procsfd);
+
+	/* A link on the way is refused, not followed. */
+	ck_assert_int_eq(fsutil_mkdirs(statefd, "elsewhere"), 0);
+	ck_assert_int_eq(symlinkat("../elsewhere", statefd, "boots/" OLD1), 0);
+	ck_assert_int_eq(boot_create(statefd, OLD1, &procsfd), -1);
+	ck_assert_int_eq(errno, ELOOP);
+	ck_assert(!tu_exists(statefd, "elsewhere/procs"));
+}
+END_TEST
+
+START_TEST(scan_writes_through_no_link)
+{
+	cJSON	*j;
+	char	*v;
+
+	ck_assert_int_eq(fsutil_mkdirs(statefd, "outside/x"), 0);
+	tu_put(statefd, "outside/x/status.json", "{\"state\":\"running\"}");
+	tu_put(statefd, "victim", "precious");
+	fake_boot(OLD1, "2021-01-01T00:00:00.000Z");
+	/* A record that is a link; a record whose temp is one. */
+	ck_assert_int_eq(symlinkat("../../../outside", statefd,
+	    "boots/" OLD1 "/procs/evil"), 0);
+	fake_rec(OLD1, "run", "{\"id\":\"run\",\"state\":\"running\"}");
+	ck_assert_int_eq(symlinkat("../../../../victim", statefd,
+	    "boots/" OLD1 "/procs/run/status.json.tmp"), 0);
+	/* A boot whose procs directory is a link. */
+	ck_assert_int_eq(fsutil_mkdirs(statefd, "boots/" OLD2), 0);
+	tu_put(statefd, "boots/" OLD2 "/boot.json",
+	    "{\"started_at\":\"2020-01-01T00:00:00.000Z\"}");
+	ck_assert_int_eq(symlinkat("../../outside", statefd,
+	    "boots/" OLD2 "/procs"), 0);
+
+	boot_scan(statefd, CUR, 3);
+	ck_assert(!tu_exists(statefd, "outside/status.json"));
+	j = tu_json(statefd, "outside/x/status.json");
+	ck_assert_str_eq(str(j, "state"), "running");
+	cJSON_Delete(j);
+	v = tu_slurp(statefd, "victim", NULL);
+	ck_assert_str_eq(v, "precious");
+	free(v);
+	assert_lost(OLD1, "run");
+	errno = 0;
+	ck_assert_int_eq(boot_open_procs(statefd, OLD2), -1);
+	ck_assert_int_eq(errno, ELOOP);
+}
+END_TEST
+
 START_TEST(scan_marks_lost)
 {
 	char	*before, *after;
@@ -425,6 +493,7 @@ boot_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, create_makes_dirs_and_json);
 	tcase_add_test(tc, create_fails_cleanly);
+	tcase_add_test(tc, create_retries_after_refusal);
 	tcase_add_test(tc, open_procs);
 	suite_add_tcase(s, tc);
 
@@ -434,6 +503,7 @@ boot_suite(void)
 	tcase_add_test(tc, scan_marks_lost_once);
 	tcase_add_test(tc, scan_keeps_newest);
 	tcase_add_test(tc, scan_keep_one_keeps_only_current);
+	tcase_add_test(tc, scan_writes_through_no_link);
 	suite_add_tcase(s, tc);
 	return s;
 }

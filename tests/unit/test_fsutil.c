@@ -1,15 +1,23 @@
 /*
  * fsutil: atomic replacement leaves whole files and no debris, a new
- * file is never written over an old one, rmtree
- * removes trees without following links, mkdirs is mkdir -p, and read
- * stops at its bound.
+ * file is never written over an old one, a write the disk refuses keeps
+ * the old file, rmtree removes trees without following links, mkdirs is
+ * mkdir -p, read stops at its bound, and nothing under a directory fd
+ * goes through a link (with openat2, and with the walk used without it).
  */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +33,9 @@ static int	tdir = -1;
 
 static void	setup(void);
 static void	teardown(void);
+static void	fsize_limit(rlim_t);
+static void	no_openat2(void);
+static void	check_links_refused(void);
 
 static void
 setup(void)
@@ -38,6 +49,44 @@ teardown(void)
 	close(tdir);
 	tdir = -1;
 	tu_rmtree(tdir_path);
+}
+
+/*
+ * Files may grow to n bytes at most (RLIMIT_FSIZE; RLIM_INFINITY lifts
+ * it): a write past it fails with EFBIG, as a full disk fails one.
+ */
+static void
+fsize_limit(rlim_t n)
+{
+	struct rlimit	rl;
+
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	rl.rlim_cur = n == RLIM_INFINITY ? rl.rlim_max : n;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+/*
+ * openat2 answers ENOSYS from now on, as on kernels before 5.6 (a
+ * seccomp filter of this test's own process: check forks per test).
+ */
+static void
+no_openat2(void)
+{
+	struct sock_filter	f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog	prog = { sizeof(f) / sizeof(f[0]), f };
+
+	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+	errno = 0;
+	ck_assert_int_eq(syscall(SYS_openat2, tdir, ".", NULL, 0), -1);
+	ck_assert_int_eq(errno, ENOSYS);
 }
 
 /* ------------------------------------------------------------------ */
@@ -131,6 +180,63 @@ START_TEST(write_atomic_over_stale_tmp)
 	ck_assert_str_eq(s, "fresh");
 	free(s);
 	ck_assert(!tu_exists(tdir, "f.tmp"));
+}
+END_TEST
+
+START_TEST(write_refused_keeps_old)
+{
+	char	*s;
+
+	tu_put(tdir, "f", "old content");
+	fsize_limit(4);
+	errno = 0;
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "a longer new content",
+	    20, true), -1);
+	ck_assert_int_eq(errno, EFBIG);
+	errno = 0;
+	ck_assert_int_eq(fsutil_write_new(tdir, "n", "a longer new content",
+	    20), -1);
+	ck_assert_int_eq(errno, EFBIG);
+	fsize_limit(RLIM_INFINITY);
+	s = tu_slurp(tdir, "f", NULL);
+	ck_assert_str_eq(s, "old content");
+	free(s);
+	/* No temp, and no part of a new file. */
+	ck_assert(!tu_exists(tdir, "f.tmp"));
+	ck_assert(!tu_exists(tdir, "n"));
+	ck_assert(!tu_exists(tdir, "n.tmp"));
+	ck_assert_int_eq(fsutil_write_new(tdir, "n", "whole", 5), 0);
+}
+END_TEST
+
+START_TEST(write_through_no_link)
+{
+	struct stat	 st;
+	char		*s;
+	const char	*names[] = { "f", "g", "h" };
+	size_t		 i;
+
+	tu_put(tdir, "victim", "precious");
+	/* Links planted as the temps, and as a name to replace. */
+	ck_assert_int_eq(symlinkat("victim", tdir, "f.tmp"), 0);
+	ck_assert_int_eq(symlinkat("victim", tdir, "g.tmp"), 0);
+	ck_assert_int_eq(symlinkat("victim", tdir, "h"), 0);
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "f", "new", 3, false), 0);
+	ck_assert_int_eq(fsutil_write_new(tdir, "g", "new", 3), 0);
+	ck_assert_int_eq(fsutil_write_atomic(tdir, "h", "new", 3, true), 0);
+	s = tu_slurp(tdir, "victim", NULL);
+	ck_assert_str_eq(s, "precious");
+	free(s);
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		ck_assert_int_eq(fstatat(tdir, names[i], &st,
+		    AT_SYMLINK_NOFOLLOW), 0);
+		ck_assert(S_ISREG(st.st_mode));
+		s = tu_slurp(tdir, names[i], NULL);
+		ck_assert_str_eq(s, "new");
+		free(s);
+	}
+	ck_assert(!tu_exists(tdir, "f.tmp"));
+	ck_assert(!tu_exists(tdir, "g.tmp"));
 }
 END_TEST
 
@@ -298,6 +404,33 @@ START_TEST(read_whole_and_bounded)
 }
 END_TEST
 
+START_TEST(read_refuses_links_under_dirfd)
+{
+	char	 path[128], *s;
+
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "d"), 0);
+	tu_put(tdir, "d/f", "x");
+	ck_assert_int_eq(symlinkat("d", tdir, "ld"), 0);
+	ck_assert_int_eq(symlinkat("f", tdir, "d/lf"), 0);
+	s = fsutil_read(tdir, "d/f", 16, NULL);
+	ck_assert_str_eq(s, "x");
+	free(s);
+	errno = 0;
+	ck_assert_ptr_null(fsutil_read(tdir, "ld/f", 16, NULL));
+	ck_assert_int_eq(errno, ELOOP);
+	errno = 0;
+	ck_assert_ptr_null(fsutil_read(tdir, "d/lf", 16, NULL));
+	ck_assert_int_eq(errno, ELOOP);
+	/* System files (AT_FDCWD): only the last component is checked. */
+	snprintf(path, sizeof(path), "%s/ld/f", tdir_path);
+	s = fsutil_read(AT_FDCWD, path, 16, NULL);
+	ck_assert_str_eq(s, "x");
+	free(s);
+	snprintf(path, sizeof(path), "%s/d/lf", tdir_path);
+	ck_assert_ptr_null(fsutil_read(AT_FDCWD, path, 16, NULL));
+}
+END_TEST
+
 START_TEST(read_binary_and_errors)
 {
 	static const char	bin[] = { 'a', '\0', 'b', '\n', '\0' };
@@ -324,6 +457,80 @@ START_TEST(read_binary_and_errors)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+
+static void
+check_links_refused(void)
+{
+	int	fd;
+
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "d/e"), 0);
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "out"), 0);
+	tu_put(tdir, "d/e/f", "x");
+	ck_assert_int_eq(symlinkat("d", tdir, "ld"), 0);
+	ck_assert_int_eq(symlinkat("f", tdir, "d/e/lf"), 0);
+	ck_assert_int_eq(symlinkat("../out", tdir, "d/lo"), 0);
+
+	fd = fsutil_open(tdir, "d/e/f", O_RDONLY, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+	fd = fsutil_open(tdir, "d//e/", O_RDONLY | O_DIRECTORY, 0);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+
+	/* A link anywhere on the way, or last. */
+	errno = 0;
+	ck_assert_int_eq(fsutil_open(tdir, "ld/e/f", O_RDONLY, 0), -1);
+	ck_assert_int_eq(errno, ELOOP);
+	errno = 0;
+	ck_assert_int_eq(fsutil_open(tdir, "d/e/lf", O_RDONLY, 0), -1);
+	ck_assert_int_eq(errno, ELOOP);
+	errno = 0;
+	ck_assert_int_eq(fsutil_open(tdir, "ld", O_RDONLY | O_DIRECTORY, 0),
+	    -1);
+	ck_assert_int_eq(errno, ELOOP);
+	ck_assert_int_eq(fsutil_open(tdir, "d/lo/new", O_WRONLY | O_CREAT,
+	    0600), -1);
+	ck_assert(!tu_exists(tdir, "out/new"));
+	/* Out of the directory. */
+	errno = 0;
+	ck_assert_int_eq(fsutil_open(tdir, "../x", O_RDONLY, 0), -1);
+	ck_assert_int_eq(errno, EXDEV);
+	errno = 0;
+	ck_assert_int_eq(fsutil_open(tdir, "/etc/passwd", O_RDONLY, 0), -1);
+	ck_assert_int_eq(errno, EXDEV);
+
+	/* Creating, and mkdir -p, refuse the same. */
+	fd = fsutil_open(tdir, "d/e/new", O_WRONLY | O_CREAT | O_EXCL, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert(tu_exists(tdir, "d/e/new"));
+	fd = fsutil_opendirs(tdir, "d/x/y");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(mkdirat(fd, "z", 0700), 0);
+	close(fd);
+	ck_assert(tu_exists(tdir, "d/x/y/z"));
+	ck_assert_int_eq(fsutil_opendirs(tdir, "d/lo/sub"), -1);
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "ld/sub"), -1);
+	ck_assert_int_eq(fsutil_opendirs(tdir, "../up"), -1);
+	ck_assert(!tu_exists(tdir, "out/sub"));
+	ck_assert(!tu_exists(tdir, "d/sub"));
+}
+
+START_TEST(open_refuses_links)
+{
+	check_links_refused();
+}
+END_TEST
+
+START_TEST(open_refuses_links_without_openat2)
+{
+	no_openat2();
+	check_links_refused();
+}
+END_TEST
+
 Suite *
 fsutil_suite(void)
 {
@@ -337,6 +544,14 @@ fsutil_suite(void)
 	tcase_add_test(tc, write_atomic_failure_cleans_up);
 	tcase_add_test(tc, write_atomic_over_stale_tmp);
 	tcase_add_test(tc, write_new_refuses_existing);
+	tcase_add_test(tc, write_refused_keeps_old);
+	tcase_add_test(tc, write_through_no_link);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("open");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, open_refuses_links);
+	tcase_add_test(tc, open_refuses_links_without_openat2);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("rmtree");
@@ -356,6 +571,7 @@ fsutil_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, read_whole_and_bounded);
 	tcase_add_test(tc, read_binary_and_errors);
+	tcase_add_test(tc, read_refuses_links_under_dirfd);
 	suite_add_tcase(s, tc);
 	return s;
 }

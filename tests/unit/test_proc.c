@@ -3,7 +3,8 @@
  * watcher exactly as the agent does.  Launch and exit codes, exec failures
  * that leave nothing behind, limits, signals and timeouts, groups that
  * settle late and grandchildren that escape, stdin, the environment, the
- * record's files, watchers, removal and trimming.
+ * record's files, watchers, removal and trimming, and a state dir that
+ * refuses writes (retried, and a table that starts without a boot dir).
  */
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -50,6 +51,7 @@ static int		 statefd = -1, procsfd = -1;
 static char		 boot[BOOT_ID_LEN + 1];
 static struct ev_loop	*loop;
 static struct proctab	 tab;
+static struct proctab	*tab2;		/* a second table, reaped too */
 static ev_child		 reaper;
 static struct rlimit	 start_nofile;	/* before proctab_init raises it */
 
@@ -73,6 +75,8 @@ static bool	on_valgrind(void);
 static void	make_noexec(char *, size_t);
 static char	*proc_file(pid_t, const char *);
 static void	raw_ignore(int, bool);
+static void	fsize_limit(rlim_t);
+static bool	owes_nothing(void *);
 
 static void
 setup(void)
@@ -122,6 +126,8 @@ reap_cb(struct ev_loop *l, ev_child *w, int revents)
 	(void)l;
 	(void)revents;
 	proc_reaped(&tab, w->rpid, w->rstatus);
+	if (tab2 != NULL)
+		proc_reaped(tab2, w->rpid, w->rstatus);
 }
 
 static bool
@@ -1311,6 +1317,158 @@ START_TEST(keep_exited_trims_oldest)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* A state dir that refuses writes */
+
+/*
+ * Files may grow to n bytes at most (RLIMIT_FSIZE; RLIM_INFINITY lifts
+ * it): a write past it fails with EFBIG, as a full disk fails one.
+ */
+static void
+fsize_limit(rlim_t n)
+{
+	struct rlimit	rl;
+
+	signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	rl.rlim_cur = n == RLIM_INFINITY ? rl.rlim_max : n;
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+static bool
+owes_nothing(void *arg)
+{
+	return proctab_state_error(arg, NULL, NULL) == 0;
+}
+
+START_TEST(status_refused_then_retried)
+{
+	struct proc_opts o = { .argv = ARGV("true"), .id = "full" };
+	struct proc	*p;
+	cJSON		*j;
+	bool		 bootdir = false;
+	int		 pending = 0;
+
+	fsize_limit(16);
+	p = spawn(&o);
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
+	/* Nothing half-written: no status, no meta, no temp. */
+	ck_assert(!tu_exists(procsfd, "full/status.json"));
+	ck_assert(!tu_exists(procsfd, "full/status.json.tmp"));
+	ck_assert(!tu_exists(procsfd, "full/meta.json"));
+	ck_assert(p->status_failed);
+	j = proc_status_json(p);
+	ck_assert(cJSON_IsTrue(item(j, "statusWriteFailed")));
+	cJSON_Delete(j);
+	ck_assert_int_eq(proctab_state_error(&tab, &bootdir, &pending), EFBIG);
+	ck_assert(bootdir);
+	ck_assert_int_eq(pending, 1);
+
+	/* Space returns: the retry writes the final status of now. */
+	fsize_limit(RLIM_INFINITY);
+	ck_assert(tu_run_until(loop, owes_nothing, &tab,
+	    STATE_RETRY_S + WAIT_S));
+	j = rec_json(p, "status.json");
+	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
+	ck_assert_int_eq(item(item(j, "exit"), "code")->valueint, 0);
+	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j,
+	    "statusWriteFailed"));
+	cJSON_Delete(j);
+	j = rec_json(p, "meta.json");
+	ck_assert_str_eq(cJSON_GetArrayItem(item(j, "argv"), 0)->valuestring,
+	    "true");
+	cJSON_Delete(j);
+	j = proc_status_json(p);
+	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j,
+	    "statusWriteFailed"));
+	cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(replacement_refused_keeps_last)
+{
+	struct proc_opts o = { .argv = ARGV("sleep", "0.3"), .id = "keep" };
+	struct proc	*p;
+	cJSON		*j;
+
+	p = spawn(&o);
+	ck_assert(tu_run_until(loop, has_status, p, WAIT_S));
+	fsize_limit(16);
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
+	ck_assert(p->status_failed);
+	j = rec_json(p, "status.json");
+	ck_assert_str_eq(item(j, "state")->valuestring, "running");
+	cJSON_Delete(j);
+	/* At shutdown, what is owed gets one more try. */
+	fsize_limit(RLIM_INFINITY);
+	proctab_finalize(&tab);
+	ck_assert(!p->status_failed);
+	j = rec_json(p, "status.json");
+	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
+	cJSON_Delete(j);
+	ck_assert_int_eq(proctab_state_error(&tab, NULL, NULL), 0);
+}
+END_TEST
+
+START_TEST(table_without_boot_dir)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c", "echo hi; echo e >&2"),
+	    .id = "mem", .grace_s = 1 };
+	static struct proctab t2;
+	struct proc	*p;
+	char		 path2[64], boot2[BOOT_ID_LEN + 1], rec[160];
+	bool		 failed = true, bootdir = true;
+	int		 statefd2, err = -1, pending = 0;
+	cJSON		*j;
+
+	statefd2 = tu_tmpdir(path2, sizeof(path2), "/tmp/tend-proc2-");
+	ck_assert_int_eq(boot_new_id(boot2), 0);
+	/* Nothing can be made under a file. */
+	tu_put(statefd2, "boots", "not a directory");
+	ck_assert_int_eq(proctab_init(&t2, loop, boot2, statefd2, -1), 0);
+	tab2 = &t2;
+	ck_assert_int_eq(t2.procsfd, -1);
+	ck_assert_int_eq(proctab_state_error(&t2, &bootdir, NULL), ENOTDIR);
+	ck_assert(!bootdir);
+
+	/* A launch still works; its output is dropped and counted. */
+	p = proc_spawn(&t2, &o, &failed, &err);
+	ck_assert_msg(p != NULL, "%s", strerror(err));
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
+	ck_assert_int_eq(p->code, 0);
+	ck_assert_uint_eq(p->ls.end[LS_STDOUT] + p->ls.end[LS_STDERR], 0);
+	ck_assert_uint_eq(p->ls.dropped, 5);
+	ck_assert_uint_eq(t2.dropped, 5);
+	ck_assert_int_eq(proctab_state_error(&t2, NULL, &pending), ENOTDIR);
+	ck_assert_int_eq(pending, 1);
+	ck_assert_ptr_eq(proc_store(p), &p->ls);
+
+	/* The directory becomes possible: boot dir, record, its files. */
+	ck_assert_int_eq(unlinkat(statefd2, "boots", 0), 0);
+	ck_assert(tu_run_until(loop, owes_nothing, &t2,
+	    STATE_RETRY_S + WAIT_S));
+	ck_assert_int_ne(t2.procsfd, -1);
+	ck_assert(tu_exists(statefd2, "boots"));
+	snprintf(rec, sizeof(rec), "boots/%s/procs/mem/status.json", boot2);
+	j = tu_json(statefd2, rec);
+	ck_assert_int_eq(item(item(j, "exit"), "code")->valueint, 0);
+	ck_assert_int_eq(item(j, "droppedBytes")->valueint, 5);
+	cJSON_Delete(j);
+	snprintf(rec, sizeof(rec), "boots/%s/procs/mem/meta.json", boot2);
+	ck_assert(tu_exists(statefd2, rec));
+	snprintf(rec, sizeof(rec), "boots/%s/boot.json", boot2);
+	ck_assert(tu_exists(statefd2, rec));
+	ck_assert_int_eq(proc_delete(p), 0);
+	snprintf(rec, sizeof(rec), "boots/%s/procs/mem", boot2);
+	ck_assert(!tu_exists(statefd2, rec));
+
+	tab2 = NULL;
+	proctab_free(&t2);
+	close(statefd2);
+	tu_rmtree(path2);
+}
+END_TEST
+
 Suite *
 proc_suite(void)
 {
@@ -1361,6 +1519,9 @@ proc_suite(void)
 	tcase_add_test(tc, status_json_fields);
 	tcase_add_test(tc, watchers_and_delete);
 	tcase_add_test(tc, keep_exited_trims_oldest);
+	tcase_add_test(tc, status_refused_then_retried);
+	tcase_add_test(tc, replacement_refused_keeps_last);
+	tcase_add_test(tc, table_without_boot_dir);
 	suite_add_tcase(s, tc);
 	return s;
 }
