@@ -31,6 +31,13 @@
 #define EXEC_MAX_OUTPUT_CAP	(16 * 1024 * 1024)	/* largest one asked */
 #define LOGS_JSON_LIMIT		(1024 * 1024)
 #define LOGS_JSON_LIMIT_CAP	(16 * 1024 * 1024)	/* largest one asked */
+/*
+ * What one reader does in one callback before it lets the loop serve the
+ * others: chunk bytes sent (SSE, raw), index records looked at (SSE, JSON
+ * poll; a damaged or released run is crossed in steps of this many).
+ */
+#define LOGS_PUMP_BYTES		(256 * 1024)
+#define LOGS_SCAN_MAX		4096
 
 #define BOOT_KEEP		3
 #define AGENT_GRACE		8.0		/* s */
