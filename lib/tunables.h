@@ -26,6 +26,8 @@
 
 #define LOG_MAX_BYTES		(64ULL * 1024 * 1024)	/* per stream */
 #define LOG_CHUNK		(64 * 1024)	/* most bytes one index record holds */
+#define LOG_READ_SMALL		4096		/* a read this short ... */
+#define LOG_READ_WAIT		0.005		/* s, ... waits before the next */
 
 #define EXEC_MAX_OUTPUT		(1024 * 1024)	/* per stream in the reply */
 #define EXEC_MAX_OUTPUT_CAP	(16 * 1024 * 1024)	/* largest one asked */
