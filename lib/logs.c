@@ -329,7 +329,10 @@ logs_take(struct follower *f, const struct ls_rec *rec)
 	f->known[rec->stream] = true;
 }
 
-/* Damaged records: one line per reader and run of them, with a count. */
+/*
+ * Damaged records met since the last line: one line with their count,
+ * when the reader has caught up or ends (a JSON poll: once per reply).
+ */
 static void
 follower_log_bad(struct follower *f)
 {
@@ -515,6 +518,7 @@ follower_resume(struct ev_loop *loop, ev_check *w, int revents)
 	follower_pump(f);
 }
 
+/* Nothing to do: follower_resume runs the share and stops this one. */
 static void
 follower_spin(struct ev_loop *loop, ev_idle *w, int revents)
 {
