@@ -142,8 +142,12 @@ ssize_t	logstore_pread(struct logstore *, int s, void *, size_t, uint64_t off);
  * stream 0, ts_ms for stream 1.  Returns the number of leading records
  * released (0: none); bytes[] gets what they held per stream.
  */
+/*
+ * Part of the file format, not tunables: a reopened record looks for its
+ * base record at multiples of LS_ISTEP.
+ */
 #define LS_ISTEP	2048		/* records: 64 KiB of index */
-#define LS_BASE		0xba5eU
+#define LS_BASE		0xba5eU		/* the base record's stream */
 uint64_t logstore_gone(struct logstore *, uint64_t bytes[LS_NSTREAMS]);
 
 void	logstore_close(struct logstore *);
