@@ -6,7 +6,9 @@
  * the buffer.  Each streaming reply is a `struct follower` that reads the
  * index from its own cursor while its socket takes data, pauses when the
  * connection's output passes HTTP_OUT_HIGH, and resumes on drain or when
- * the process produced more.
+ * the process produced more.  One callback sends at most LOGS_PUMP_BYTES
+ * and looks at most at LOGS_SCAN_MAX records, then lets the loop serve
+ * everyone else before it goes on (follower_defer).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +34,9 @@ enum follow_kind {
 struct follower {
 	struct proc_watch	 w;	/* live process of this boot */
 	ev_timer		 beat;	/* SSE heartbeat */
+	ev_check		 resume;	/* budget spent: go on next iteration */
+	ev_idle			 spin;		/* ... without blocking first */
+	ev_timer		 tailwait;	/* the last record stops growing */
 	struct http_conn	*c;
 	struct api		*api;
 	struct logstore		*ls;	/* &proc->ls, or &ro */
@@ -42,7 +47,13 @@ struct follower {
 	uint64_t		 seq;	/* last index record delivered */
 	uint64_t		 off;	/* FK_RAW: next offset */
 	uint64_t		 dropped;	/* FK_EXEC: drops told */
+	uint64_t		 skipped;	/* released bytes not yet reported */
+	uint64_t		 pos[LS_NSTREAMS];	/* stream bytes up to seq */
+	bool			 known[LS_NSTREAMS];	/* pos[] is */
+	uint64_t		 bad, bad_first;	/* damaged records, unlogged */
+	int			 scan;		/* records left this callback */
 	bool			 follow;
+	bool			 live;		/* waits for the process */
 	bool			 done;
 	char			 boot[33];
 	char			 id[PROC_ID_MAX + 1];
@@ -53,10 +64,24 @@ static const char *const logs_streams[LS_NSTREAMS] = { "stdout", "stderr" };
 static char	logs_chunk[LOG_CHUNK];
 #define EXEC_PIECE	(sizeof(logs_chunk) / 3 * 3)
 
+/* How a pump call ended. */
+enum pump {
+	PUMP_DONE,	/* caught up with what is stored */
+	PUMP_FULL,	/* the connection takes no more now (or died) */
+	PUMP_BUDGET,	/* this callback's share is spent */
+	PUMP_TAIL	/* only a last record that may still grow is left */
+};
+
+/* What logs_next_rec found. */
+enum walk { WALK_REC, WALK_END, WALK_BUDGET, WALK_TAIL };
+
 static void	follower_pump(struct follower *);
 static int	follower_dropped(struct follower *);
 static void	follower_free(struct follower *);
-static int	logs_next_rec(struct logstore *, uint64_t *, struct ls_rec *);
+static void	follower_resume(struct ev_loop *, ev_check *, int);
+static void	follower_spin(struct ev_loop *, ev_idle *, int);
+static void	follower_tail(struct ev_loop *, ev_timer *, int);
+static enum walk logs_next_rec(struct follower *, struct ls_rec *);
 
 /* ------------------------------------------------------------------ */
 /* Opening what a request reads */
@@ -149,6 +174,9 @@ follower_new(struct http_conn *c)
 	f->c = c;
 	f->api = api_of(c);
 	f->ro.fd[0] = f->ro.fd[1] = f->ro.idxfd = -1;
+	ev_check_init(&f->resume, follower_resume);
+	ev_idle_init(&f->spin, follower_spin);
+	ev_timer_init(&f->tailwait, follower_tail, 0., 0.);
 	return f;
 }
 
@@ -226,21 +254,96 @@ follower_terminal(struct follower *f)
 }
 
 /*
- * The record after *seq.  One that cannot be read or makes no sense (a
- * damaged index) is passed over, so a reader never stalls on it: *seq
- * moves past it.  -1 when there is no further record.
+ * Records the index bound released (logstore_gone) are passed in one
+ * step; their bytes count as skipped.  A reader knows its position in a
+ * stream once it has started at the beginning or walked a record of it;
+ * where it does not (a cursor older than the index), it counts from the
+ * stream's start, so skippedBytes may then include bytes it had got.
  */
-static int
-logs_next_rec(struct logstore *ls, uint64_t *seq, struct ls_rec *rec)
+static void
+logs_skip_gone(struct follower *f)
 {
-	while (*seq < ls->nrec) {
-		if (logstore_rec(ls, *seq + 1, rec) == 0)
-			return 0;
-		log_warn("event=index_record_skipped seq=%llu",
-		    (unsigned long long)(*seq + 1));
-		(*seq)++;
+	uint64_t	base[LS_NSTREAMS], gone;
+	int		s;
+
+	if ((gone = logstore_gone(f->ls, base)) <= f->seq)
+		return;
+	for (s = 0; s < LS_NSTREAMS; s++) {
+		if (!f->known[s])
+			f->pos[s] = 0;
+		if (base[s] > f->pos[s])
+			f->skipped += base[s] - f->pos[s];
+		f->pos[s] = base[s];
+		f->known[s] = true;
 	}
-	return -1;
+	f->seq = gone;
+}
+
+/* A live follower that is not handed a last record that may grow. */
+static bool
+follower_waits_tail(struct follower *f)
+{
+	return f->live && f->seq + 1 == f->ls->nrec && !follower_ended(f) &&
+	    logstore_tail_open(f->ls) > 0;
+}
+
+/*
+ * The record after f->seq; the caller takes it with logs_take.  One that
+ * cannot be read or makes no sense (a damaged index) is passed over, so a
+ * reader never stalls on it, and counted for follower_log_bad.  At most
+ * f->scan records are looked at per callback: a long damaged run is
+ * crossed in steps, the loop serving others in between.  A live follower
+ * is not handed a last record that may still grow: reading would make it
+ * final, and a process writing a byte at a time would then cost a record
+ * per write; it gets it once it is closed, LS_MERGE_MS later at most.
+ */
+static enum walk
+logs_next_rec(struct follower *f, struct ls_rec *rec)
+{
+	struct logstore	*ls = f->ls;
+
+	logs_skip_gone(f);
+	while (f->seq < ls->nrec) {
+		if (f->scan <= 0)
+			return WALK_BUDGET;
+		if (follower_waits_tail(f))
+			return WALK_TAIL;
+		f->scan--;
+		if (logstore_rec(ls, f->seq + 1, rec) == 0)
+			return WALK_REC;
+		if (errno == ERANGE) {		/* released since */
+			logs_skip_gone(f);
+			continue;
+		}
+		if (f->bad++ == 0)
+			f->bad_first = f->seq + 1;
+		f->seq++;
+	}
+	return WALK_END;
+}
+
+/* The reader is past rec. */
+static void
+logs_take(struct follower *f, const struct ls_rec *rec)
+{
+	f->seq = rec->seq;
+	f->pos[rec->stream] = rec->offset + rec->len;
+	f->known[rec->stream] = true;
+}
+
+/*
+ * Damaged records met since the last line: one line with their count,
+ * when the reader has caught up or ends (a JSON poll: once per reply).
+ */
+static void
+follower_log_bad(struct follower *f)
+{
+	if (f->bad == 0)
+		return;
+	log_warnx("event=index_records_skipped id=%s boot=%s first=%llu "
+	    "count=%llu", f->id, f->boot, (unsigned long long)f->bad_first,
+	    (unsigned long long)f->bad);
+	f->bad = 0;
 }
 
 /*
@@ -267,45 +370,71 @@ logs_rec_data(struct logstore *ls, const struct ls_rec *rec,
 	return n;
 }
 
+/* The skipped bytes so far, as a truncated event at cursor seq. */
+static int
+follower_truncated(struct follower *f, uint64_t seq, int64_t ms)
+{
+	struct buf	ev = { 0 };
+	char		cur[CURSOR_MAX];
+	int		rc;
+
+	cursor_format(cur, f->boot, f->key, seq);
+	logs_event_head(&ev, "truncated", cur, ms);
+	buf_printf(&ev, ",\"skippedBytes\":%llu}",
+	    (unsigned long long)f->skipped);
+	rc = http_sse_event(f->c, cur, ev.data);
+	buf_free(&ev);
+	if (rc == 0)
+		f->skipped = 0;
+	return rc;
+}
+
 /*
- * Deliver index records after f->seq while the connection takes them.
- * Returns true when caught up with what is stored.
+ * Deliver index records after f->seq while the connection takes them and
+ * the callback's budget lasts.  Released bytes are reported in a
+ * truncated event before the next bytes delivered, or once caught up;
+ * f->skipped keeps them across calls.
  */
-static bool
+static enum pump
 follower_pump_sse(struct follower *f)
 {
 	struct logstore	*ls = f->ls;
 	struct ls_rec	 rec;
 	struct buf	 ev = { 0 };
 	char		 cur[CURSOR_MAX];
-	uint64_t	 skipped = 0;
-	size_t		 n;
-	bool		 caught_up = false;
+	size_t		 n, sent = 0;
+	enum pump	 rc = PUMP_FULL;
 
-	while (!f->done && http_conn_pending(f->c) < HTTP_OUT_HIGH) {
-		if (logs_next_rec(ls, &f->seq, &rec) == -1) {
-			caught_up = true;
+	for (;;) {
+		if (http_conn_pending(f->c) >= HTTP_OUT_HIGH)
+			break;
+		if (sent >= LOGS_PUMP_BYTES) {
+			rc = PUMP_BUDGET;
 			break;
 		}
-		n = logs_rec_data(ls, &rec, &skipped);
-		f->seq = rec.seq;
-		cursor_format(cur, f->boot, f->key, f->seq);
-		if (skipped > 0 && (n > 0 || logstore_rec(ls, f->seq + 1,
-		    &rec) == -1)) {
-			char	tcur[CURSOR_MAX];
-
-			cursor_format(tcur, f->boot, f->key,
-			    n > 0 ? f->seq - 1 : f->seq);
-			buf_reset(&ev);
-			logs_event_head(&ev, "truncated", tcur, rec.ts_ms);
-			buf_printf(&ev, ",\"skippedBytes\":%llu}",
-			    (unsigned long long)skipped);
-			skipped = 0;
-			if (http_sse_event(f->c, tcur, ev.data) == -1)
-				break;
+		switch (logs_next_rec(f, &rec)) {
+		case WALK_REC:
+			break;
+		case WALK_END:
+			if (f->skipped == 0 || follower_truncated(f, f->seq,
+			    codec_now_ms()) == 0)
+				rc = PUMP_DONE;
+			goto out;
+		case WALK_BUDGET:
+			rc = PUMP_BUDGET;
+			goto out;
+		case WALK_TAIL:
+			rc = PUMP_TAIL;
+			goto out;
 		}
+		n = logs_rec_data(ls, &rec, &f->skipped);
+		logs_take(f, &rec);
 		if (n == 0)
 			continue;
+		if (f->skipped > 0 &&
+		    follower_truncated(f, rec.seq - 1, rec.ts_ms) == -1)
+			break;
+		cursor_format(cur, f->boot, f->key, f->seq);
 		buf_reset(&ev);
 		logs_event_head(&ev, logs_streams[rec.stream], cur, rec.ts_ms);
 		buf_addstr(&ev, ",\"data\":\"");
@@ -313,23 +442,29 @@ follower_pump_sse(struct follower *f)
 		buf_add(&ev, "\"}", 3);
 		if (http_sse_event(f->c, cur, ev.data) == -1)
 			break;
+		sent += n;
 	}
+out:
 	buf_free(&ev);
-	return caught_up;
+	return rc;
 }
 
-static bool
+static enum pump
 follower_pump_raw(struct follower *f)
 {
 	struct logstore	*ls = f->ls;
 	ssize_t		 n;
-	size_t		 want;
+	size_t		 want, sent = 0;
 
-	while (!f->done && http_conn_pending(f->c) < HTTP_OUT_HIGH) {
+	for (;;) {
+		if (http_conn_pending(f->c) >= HTTP_OUT_HIGH)
+			return PUMP_FULL;
+		if (sent >= LOGS_PUMP_BYTES)
+			return PUMP_BUDGET;
 		if (f->off < ls->start[f->stream])
 			f->off = ls->start[f->stream];
 		if (f->off >= ls->end[f->stream])
-			return true;
+			return PUMP_DONE;
 		want = ls->end[f->stream] - f->off;
 		if (want > sizeof(logs_chunk))
 			want = sizeof(logs_chunk);
@@ -337,12 +472,12 @@ follower_pump_raw(struct follower *f)
 		if (n == -1 && errno == ERANGE)
 			continue;
 		if (n <= 0)
-			return true;
+			return PUMP_DONE;
 		f->off += n;
 		if (http_stream_write(f->c, logs_chunk, n) == -1)
-			return false;
+			return PUMP_FULL;
+		sent += n;
 	}
-	return false;
 }
 
 /*
@@ -382,17 +517,93 @@ follower_finish(struct follower *f)
 	http_stream_end(c);
 }
 
+/*
+ * Go on at the next loop iteration.  An ev_check runs after every poll,
+ * whatever else is pending, so neither a replay nor the others starve:
+ * each iteration serves the ready sockets and pipes, then one more share
+ * of each pending replay.  (An ev_idle alone would run only when nothing
+ * else is pending: a process writing nonstop would stall the replay.  A
+ * zero timer would make epoll wait its 1 ms minimum each time.)  The idle
+ * watcher is only there so that the loop polls without blocking while a
+ * share waits.
+ */
+static void
+follower_defer(struct follower *f)
+{
+	struct ev_loop	*loop = f->api->tab->loop;
+
+	ev_check_start(loop, &f->resume);
+	ev_idle_start(loop, &f->spin);
+}
+
+static void
+follower_resume(struct ev_loop *loop, ev_check *w, int revents)
+{
+	struct follower	*f = container_of(w, struct follower, resume);
+
+	(void)loop;
+	(void)revents;
+	follower_pump(f);
+}
+
+/* Nothing to do: follower_resume runs the share and stops this one. */
+static void
+follower_spin(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+/* The last record may still grow: look again once it cannot. */
+static void
+follower_wait_tail(struct follower *f)
+{
+	struct ev_loop	*loop = f->api->tab->loop;
+	int64_t		 ms = logstore_tail_open(f->ls);
+
+	ev_timer_stop(loop, &f->tailwait);
+	ev_timer_set(&f->tailwait, (ms > 0 ? ms : 1) / 1000., 0.);
+	ev_timer_start(loop, &f->tailwait);
+}
+
+static void
+follower_tail(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct follower	*f = container_of(w, struct follower, tailwait);
+
+	(void)loop;
+	(void)revents;
+	follower_pump(f);
+}
+
 static void
 follower_pump(struct follower *f)
 {
-	bool	caught_up;
+	struct ev_loop	*loop = f->api->tab->loop;
+	enum pump	 rc;
 
+	ev_check_stop(loop, &f->resume);
+	ev_idle_stop(loop, &f->spin);
 	if (f->done || f->c->dead)
 		return;
-	caught_up = f->kind == FK_RAW ? follower_pump_raw(f) :
-	    follower_pump_sse(f);
-	if (!caught_up || f->c->dead)
+	f->scan = LOGS_SCAN_MAX;
+	rc = f->kind == FK_RAW ? follower_pump_raw(f) : follower_pump_sse(f);
+	if (f->c->dead)
 		return;
+	switch (rc) {
+	case PUMP_FULL:
+		return;			/* follower_drained goes on */
+	case PUMP_BUDGET:
+		follower_defer(f);
+		return;
+	case PUMP_TAIL:
+		follower_wait_tail(f);
+		return;
+	case PUMP_DONE:
+		break;
+	}
+	follower_log_bad(f);
 	if (f->kind == FK_EXEC && follower_dropped(f) == -1)
 		return;
 	if (!follower_ended(f)) {
@@ -452,7 +663,11 @@ follower_free(struct follower *f)
 
 	if (f->w.proc != NULL)
 		proc_watch_del(&f->w);
+	follower_log_bad(f);
 	ev_timer_stop(a->tab->loop, &f->beat);
+	ev_timer_stop(a->tab->loop, &f->tailwait);
+	ev_check_stop(a->tab->loop, &f->resume);
+	ev_idle_stop(a->tab->loop, &f->spin);
 	logstore_close(&f->ro);
 	cJSON_Delete(f->final);
 	a->followers--;
@@ -467,6 +682,7 @@ follower_start(struct follower *f, struct proc *p)
 	int			 rc;
 
 	f->api->followers++;
+	f->live = f->kind != FK_RAW && (f->follow || f->kind == FK_EXEC);
 	if (p != NULL)
 		proc_watch_add(p, &f->w, follower_event);
 	ev_timer_init(&f->beat, follower_beat, SSE_HEARTBEAT, SSE_HEARTBEAT);
@@ -518,6 +734,24 @@ logs_raw(struct http_conn *c, struct http_req *r)
 	follower_start(f, p);
 }
 
+/*
+ * Where the reader stands in each stream, when that is known without a
+ * walk: at the start, or at the end of what is stored (records 1..nrec
+ * cover each stream from 0 to its end).
+ */
+static void
+logs_start_pos(struct follower *f)
+{
+	int	s;
+
+	if (f->seq != 0 && f->seq != f->ls->nrec)
+		return;
+	for (s = 0; s < LS_NSTREAMS; s++) {
+		f->pos[s] = f->seq == 0 ? 0 : f->ls->end[s];
+		f->known[s] = true;
+	}
+}
+
 /* The reader's starting point: since / Last-Event-ID, or replay=false. */
 static int
 logs_since(struct http_conn *c, struct http_req *r, struct follower *f)
@@ -555,21 +789,51 @@ logs_since(struct http_conn *c, struct http_req *r, struct follower *f)
 		logstore_seal(f->ls);	/* later bytes go to new records */
 		f->seq = f->ls->nrec;
 	}
+	logs_start_pos(f);
 	return 0;
 }
 
-/* Accept: application/json — what exists now after since, bounded. */
+/*
+ * The poll's reply, written as text: base64 and cursors need no escaping,
+ * and a cJSON tree would copy each stream's text and scan it again (for
+ * 16 MiB of output, half the time the reply holds the loop).
+ */
+static int
+logs_json_text(struct buf *out, struct buf data[LS_NSTREAMS],
+    const char *cur, bool ended, uint64_t skipped)
+{
+	int	s, rc = 0;
+
+	for (s = 0; s < LS_NSTREAMS; s++) {
+		rc |= buf_printf(out, "%s\"%s\":\"", s ? "," : "{",
+		    logs_streams[s]);
+		rc |= codec_b64_encode(out, data[s].data, data[s].len);
+		rc |= buf_addstr(out, "\"");
+	}
+	rc |= buf_printf(out, ",\"cursor\":\"%s\",\"ended\":%s", cur,
+	    ended ? "true" : "false");
+	/* tend addition: bytes the disk bound released before they were read. */
+	if (skipped > 0)
+		rc |= buf_printf(out, ",\"skippedBytes\":%llu",
+		    (unsigned long long)skipped);
+	rc |= buf_addstr(out, "}");
+	return rc;
+}
+
+/*
+ * Accept: application/json — what exists now after since, bounded by
+ * limitBytes and by LOGS_SCAN_MAX records looked at.
+ */
 static void
 logs_json(struct http_conn *c, struct http_req *r, struct follower *f)
 {
 	struct ls_rec	 rec;
-	struct buf	 data[LS_NSTREAMS] = { { 0 }, { 0 } }, b64 = { 0 };
+	struct buf	 data[LS_NSTREAMS] = { { 0 }, { 0 } }, out = { 0 };
 	char		 cur[CURSOR_MAX];
-	uint64_t	 limit = LOGS_JSON_LIMIT, total = 0, skipped = 0;
+	uint64_t	 limit = LOGS_JSON_LIMIT, total = 0;
 	size_t		 n;
 	bool		 ended;
-	cJSON		*j;
-	int		 s;
+	int		 s, rc = 0;
 
 	if (http_query_u64(r, "limitBytes", &limit) == -1 || limit == 0) {
 		http_reply_error(c, 400, "invalid_request",
@@ -579,31 +843,27 @@ logs_json(struct http_conn *c, struct http_req *r, struct follower *f)
 	/* A reply is built in memory: larger asks get the cap. */
 	if (limit > LOGS_JSON_LIMIT_CAP)
 		limit = LOGS_JSON_LIMIT_CAP;
-	while (logs_next_rec(f->ls, &f->seq, &rec) == 0) {
+	f->scan = LOGS_SCAN_MAX;
+	while (logs_next_rec(f, &rec) == WALK_REC) {
 		if (total > 0 && total + rec.len > limit)
 			break;
-		f->seq = rec.seq;
-		n = logs_rec_data(f->ls, &rec, &skipped);
-		buf_add(&data[rec.stream], logs_chunk, n);
+		n = logs_rec_data(f->ls, &rec, &f->skipped);
+		logs_take(f, &rec);
+		rc |= buf_add(&data[rec.stream], logs_chunk, n);
 		total += n;
 	}
+	follower_log_bad(f);
 	ended = follower_ended(f) && f->seq >= f->ls->nrec;
 	cursor_format(cur, f->boot, f->key, f->seq);
-	j = cJSON_CreateObject();
-	for (s = 0; s < LS_NSTREAMS; s++) {
-		buf_reset(&b64);
-		codec_b64_encode(&b64, data[s].data, data[s].len);
-		buf_add(&b64, "", 1);
-		cJSON_AddStringToObject(j, logs_streams[s], b64.data);
+	if (rc == 0)
+		rc = logs_json_text(&out, data, cur, ended, f->skipped);
+	for (s = 0; s < LS_NSTREAMS; s++)
 		buf_free(&data[s]);
-	}
-	buf_free(&b64);
-	cJSON_AddStringToObject(j, "cursor", cur);
-	cJSON_AddBoolToObject(j, "ended", ended);
-	/* tend addition: bytes the disk bound released before they were read. */
-	if (skipped > 0)
-		cJSON_AddNumberToObject(j, "skippedBytes", (double)skipped);
-	http_reply_json(c, 200, j);
+	if (rc != 0)
+		http_reply_error(c, 503, "busy", "out of memory");
+	else
+		http_reply(c, 200, "application/json", out.data, out.len);
+	buf_free(&out);
 }
 
 /* GET /v1/processes/{id}/logs */
@@ -783,6 +1043,7 @@ logs_exec(struct http_conn *c, struct http_req *r)
 		f->kind = FK_EXEC;
 		f->follow = true;
 		f->ls = &p->ls;
+		logs_start_pos(f);
 		follower_name_proc(f, p);
 		follower_start(f, p);
 		goto out;

@@ -28,9 +28,14 @@
 #define LS_INDEX	"index"
 #define LS_READ_MAX	(4 * LOG_CHUNK)	/* bytes taken by one drain */
 #define LS_MERGE_MS	20		/* reads merged into one record */
+#define LS_IBATCH	128		/* index records read in one go: 4 KiB */
+#define LS_IPAGE	(LS_IBATCH * LS_RECSIZE)
+#define LS_ITRIM_MAX	8		/* batches looked at per flush */
 
 _Static_assert(sizeof(struct ls_rec) == 32, "index record is 32 bytes");
 _Static_assert(LOG_CHUNK <= UINT32_MAX, "a chunk length fits ls_rec.len");
+_Static_assert(LS_ISTEP * 32 == LS_PUNCH_MIN, "index steps are punch steps");
+_Static_assert(LS_ISTEP % LS_IBATCH == 0, "a step is whole pages");
 
 static int	logstore_openall(struct logstore *, int, int,
 		    const char *const[], int, mode_t);
@@ -41,6 +46,11 @@ static size_t	logstore_write(int, const void *, size_t, uint64_t);
 static void	logstore_commit(struct logstore *, int, size_t);
 static void	logstore_trim(struct logstore *, int);
 static void	logstore_store(struct logstore *, int, const void *, size_t);
+static void	logstore_trim_index(struct logstore *);
+static void	logstore_punch_index(struct logstore *, uint64_t,
+		    const uint64_t[LS_NSTREAMS]);
+static void	logstore_find_base(struct logstore *);
+static bool	logstore_slot(struct logstore *, uint64_t, struct ls_rec *);
 
 /*
  * Open (or create) the stream files and the index.  On failure nothing
@@ -183,6 +193,7 @@ logstore_open(struct logstore *ls, int dirfd, int nstreams,
 		if (fstat(ls->idxfd, &st) == -1)
 			goto fail;
 		ls->nrec = (uint64_t)st.st_size / LS_RECSIZE;
+		logstore_find_base(ls);
 	}
 	return 0;
 fail:
@@ -230,28 +241,45 @@ logstore_write(int fd, const void *d, size_t n, uint64_t off)
 }
 
 /*
- * The len bytes at end[s] are in the file: give them a record.  If the
- * index cannot take the record the bytes were stored for nothing, since
- * no reader would ever see them: they are cut off again and counted as
- * dropped, so that the next chunk reuses both the offset and the seq.
+ * How long the last record may still grow: it is the newest, no reader
+ * has been handed it, it has room, its stream has not moved on past it,
+ * and it was read less than LS_MERGE_MS ago (its timestamp stays true to
+ * within that).  Milliseconds left, or 0.
  */
+static int64_t
+logstore_can_grow(struct logstore *ls, int64_t now)
+{
+	struct ls_rec	*t = &ls->tail;
+
+	if (ls->ro || ls->nrec == 0 || ls->nrec <= ls->handed ||
+	    t->seq != ls->nrec || t->len >= LOG_CHUNK ||
+	    t->stream >= (uint32_t)ls->nstreams ||
+	    t->offset + t->len != ls->end[t->stream] ||
+	    now - t->ts_ms > LS_MERGE_MS ||
+	    now < t->ts_ms)		/* the clock stepped back */
+		return 0;
+	return LS_MERGE_MS - (now - t->ts_ms) + 1;
+}
+
+int64_t
+logstore_tail_open(struct logstore *ls)
+{
+	return logstore_can_grow(ls, codec_now_ms());
+}
+
 /*
- * Grow the last record by len bytes of stream s, if it is of s, ends
- * where they begin, has room, was read less than LS_MERGE_MS ago (its
- * timestamp stays true to within that), and no reader has been handed it.  A
- * record already written is taken back into the pending batch (it is
- * the batch's first: the next flush rewrites it in place).
+ * Grow the last record by len bytes of stream s, if it can grow and is of
+ * s with room for them.  A record already written is taken back into the
+ * pending batch (it is the batch's first: the next flush rewrites it in
+ * place).
  */
 static bool
 logstore_merge(struct logstore *ls, int s, size_t len)
 {
 	struct ls_rec	*t = &ls->tail;
 
-	if (ls->nrec == 0 || ls->nrec <= ls->handed || t->seq != ls->nrec ||
-	    t->stream != (uint32_t)s || t->len + len > LOG_CHUNK ||
-	    t->offset + t->len != ls->end[s] ||
-	    codec_now_ms() - t->ts_ms > LS_MERGE_MS ||
-	    codec_now_ms() < t->ts_ms)		/* the clock stepped back */
+	if (logstore_can_grow(ls, codec_now_ms()) == 0 ||
+	    t->stream != (uint32_t)s || t->len + len > LOG_CHUNK)
 		return false;
 	if (ls->npend == 0) {
 		ls->pend[ls->npend++] = *t;
@@ -264,6 +292,7 @@ logstore_merge(struct logstore *ls, int s, size_t len)
 	return true;
 }
 
+/* The len bytes at end[s] are in the file: give them a record (pending). */
 static void
 logstore_commit(struct logstore *ls, int s, size_t len)
 {
@@ -314,6 +343,8 @@ logstore_flush(struct logstore *ls)
 	    (first - 1) * sizeof(struct ls_rec)) == len) {
 		ls->npend = 0;
 		ls->reopen_len = 0;
+		if (ls->itrim)
+			logstore_trim_index(ls);
 		return 0;
 	}
 	/*
@@ -364,9 +395,7 @@ logstore_flush(struct logstore *ls)
  * punching (EOPNOTSUPP) the bytes are gone for readers all the same, only
  * the disk space is not returned.
  *
- * The index is not punched: a reader walking the records of released
- * bytes needs their lengths to report how much it skipped.  It grows by
- * 32 bytes per chunk.
+ * The index follows, in logstore_trim_index.
  */
 static void
 logstore_trim(struct logstore *ls, int s)
@@ -376,6 +405,7 @@ logstore_trim(struct logstore *ls, int s)
 	if (ls->maxbytes == 0 || ls->end[s] - ls->start[s] <= ls->maxbytes)
 		return;
 	ls->start[s] = ls->end[s] - ls->maxbytes;
+	ls->itrim = true;
 	/* A quarter of the bound at a time, within [64 KiB, 1 MiB]. */
 	step = LS_PUNCH_MIN;
 	while (step < LS_PUNCH_MAX && step * 8 <= ls->maxbytes)
@@ -387,6 +417,152 @@ logstore_trim(struct logstore *ls, int s)
 		    (off_t)(cut - ls->punched[s]));
 		ls->punched[s] = cut;
 	}
+}
+
+/*
+ * Release from the index the records whose bytes were all released from
+ * their stream, as logstore_trim does for the bytes: otherwise a process
+ * that writes for ever grows its index for ever (32 bytes a record).
+ * irel walks the written records in order and stops at the first one
+ * that still holds a retained byte (offsets grow within a stream, so no
+ * later record of that stream is released either).  The released prefix
+ * is punched in steps of LS_ISTEP records, from the flush that wrote the
+ * records, a few pages read at most per call.  A record of a quiet stream
+ * keeps the records after it until its own stream releases it.
+ *
+ * Records that can still change are never released: pending ones are
+ * not written yet, and the last record of a stream always holds retained
+ * bytes (start stays below end).
+ */
+static void
+logstore_trim_index(struct logstore *ls)
+{
+	struct ls_rec	 r[LS_IBATCH];
+	uint64_t	 written = ls->nrec - (uint64_t)ls->npend;
+	uint64_t	 cut = 0, base[LS_NSTREAMS] = { 0 };
+	ssize_t		 n;
+	size_t		 k, i;
+	int		 batches = LS_ITRIM_MAX;
+
+	ls->itrim = false;
+	if (ls->inopunch || ls->idxfd == -1)
+		return;
+	while (ls->irel < written) {
+		if (batches-- == 0) {
+			ls->itrim = true;	/* the rest at the next flush */
+			break;
+		}
+		k = written - ls->irel < LS_IBATCH ? written - ls->irel :
+		    LS_IBATCH;
+		n = pread(ls->idxfd, r, k * sizeof(r[0]),
+		    (off_t)(ls->irel * sizeof(r[0])));
+		if (n < (ssize_t)sizeof(r[0]))
+			break;
+		k = (size_t)n / sizeof(r[0]);
+		for (i = 0; i < k; i++) {
+			if (r[i].seq != ls->irel + 1 ||
+			    r[i].stream >= (uint32_t)ls->nstreams ||
+			    r[i].offset + r[i].len > ls->start[r[i].stream])
+				goto done;
+			ls->irelbase[r[i].stream] = r[i].offset + r[i].len;
+			if (++ls->irel % LS_ISTEP == 0) {
+				cut = ls->irel;
+				memcpy(base, ls->irelbase, sizeof(base));
+			}
+		}
+	}
+done:
+	if (cut > ls->igone)
+		logstore_punch_index(ls, cut, base);
+}
+
+/*
+ * Release records 1..cut (a multiple of LS_ISTEP) from the index.  The
+ * range is punched but for its last page, which is rewritten as zeros
+ * and the base record (at the slot of record cut): a reader that reopens
+ * the record finds it there (logstore_find_base).  Punching first means
+ * that a file system without hole punching loses no record.  A crash
+ * between the two steps leaves released records readable in that page,
+ * and no base: readers of the reopened record then count from them.
+ */
+static void
+logstore_punch_index(struct logstore *ls, uint64_t cut,
+    const uint64_t base[LS_NSTREAMS])
+{
+	struct ls_rec	 page[LS_IBATCH];
+	uint64_t	 end = cut * LS_RECSIZE - LS_IPAGE;
+
+	if (end > ls->ipunched && fallocate(ls->idxfd, FALLOC_FL_PUNCH_HOLE |
+	    FALLOC_FL_KEEP_SIZE, (off_t)ls->ipunched,
+	    (off_t)(end - ls->ipunched)) == -1) {
+		if (errno == EOPNOTSUPP || errno == ENOSYS)
+			ls->inopunch = true;
+		return;
+	}
+	ls->ipunched = end;
+	memset(page, 0, sizeof(page));
+	page[LS_IBATCH - 1].seq = cut;
+	page[LS_IBATCH - 1].stream = LS_BASE;
+	page[LS_IBATCH - 1].offset = base[0];
+	page[LS_IBATCH - 1].ts_ms = (int64_t)base[1];
+	/* Gone from the file either way: readers of this store skip them. */
+	(void)logstore_write(ls->idxfd, page, sizeof(page), end);
+	ls->igone = cut;
+	memcpy(ls->ibase, base, sizeof(ls->ibase));
+}
+
+/* Read the index slot of record seq; false if it cannot be read whole. */
+static bool
+logstore_slot(struct logstore *ls, uint64_t seq, struct ls_rec *rec)
+{
+	ssize_t	n;
+
+	do
+		n = pread(ls->idxfd, rec, sizeof(*rec),
+		    (off_t)((seq - 1) * sizeof(*rec)));
+	while (n == -1 && errno == EINTR);
+	return n == (ssize_t)sizeof(*rec);
+}
+
+/*
+ * A reopened record whose index starts with a hole released a prefix: the
+ * base record is at the slot of record k * LS_ISTEP for some k, with
+ * zeros before it and real records after, so a binary search finds it in
+ * a few reads.  Without one (a damaged index, or a crash between punch
+ * and base) nothing counts as released and readers walk what is there.
+ */
+static void
+logstore_find_base(struct logstore *ls)
+{
+	struct ls_rec	r;
+	uint64_t	lo = 1, hi = ls->nrec / LS_ISTEP, k;
+
+	if (ls->idxfd == -1 || !logstore_slot(ls, 1, &r) || r.seq != 0)
+		return;
+	while (lo <= hi) {
+		k = lo + (hi - lo) / 2;
+		if (!logstore_slot(ls, k * LS_ISTEP, &r))
+			return;
+		if (r.seq == k * LS_ISTEP && r.stream == LS_BASE && r.len == 0) {
+			ls->igone = ls->irel = r.seq;
+			ls->ibase[0] = ls->irelbase[0] = r.offset;
+			if (ls->nstreams > 1)
+				ls->ibase[1] = ls->irelbase[1] =
+				    (uint64_t)r.ts_ms;
+			return;
+		}
+		if (r.seq == 0)
+			lo = k + 1;
+		else
+			hi = k - 1;
+	}
+}
+
+uint64_t
+logstore_gone(struct logstore *ls, uint64_t bytes[LS_NSTREAMS])
+{
+	memcpy(bytes, ls->ibase, sizeof(ls->ibase));
+	return ls->igone;
 }
 
 /* Store n <= LOG_CHUNK bytes from memory; the rest is dropped. */
@@ -455,15 +631,17 @@ logstore_append(struct logstore *ls, int s, const void *d, size_t n)
 
 /*
  * A record that reads back with another seq is a hole or garbage, not
- * the record asked for.
+ * the record asked for.  One the index bound released is ERANGE.
  */
 int
 logstore_rec(struct logstore *ls, uint64_t seq, struct ls_rec *rec)
 {
-	ssize_t	n;
-
 	if (seq == 0 || seq > ls->nrec) {
 		errno = ENOENT;
+		return -1;
+	}
+	if (seq <= ls->igone) {
+		errno = ERANGE;
 		return -1;
 	}
 	if (seq > ls->handed)
@@ -472,13 +650,7 @@ logstore_rec(struct logstore *ls, uint64_t seq, struct ls_rec *rec)
 		*rec = ls->pend[seq - (ls->nrec - ls->npend) - 1];
 		return 0;
 	}
-	do
-		n = pread(ls->idxfd, rec, sizeof(*rec),
-		    (off_t)((seq - 1) * sizeof(*rec)));
-	while (n == -1 && errno == EINTR);
-	if (n == -1)
-		return -1;
-	if ((size_t)n != sizeof(*rec) || rec->seq != seq ||
+	if (!logstore_slot(ls, seq, rec) || rec->seq != seq ||
 	    rec->stream >= (uint32_t)ls->nstreams || rec->len == 0 ||
 	    rec->len > LOG_CHUNK || rec->offset > ls->end[rec->stream] ||
 	    rec->len > ls->end[rec->stream] - rec->offset) {

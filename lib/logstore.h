@@ -49,6 +49,14 @@ struct logstore {
 						   this long on disk; or 0 */
 	uint64_t	 handed;		/* records up to here were read */
 	const char *const *names;		/* lazy: file names */
+	/* The index bound (see logstore_gone). */
+	uint64_t	 igone;			/* records 1..igone are released */
+	uint64_t	 ibase[LS_NSTREAMS];	/* bytes of each stream in them */
+	uint64_t	 irel;			/* records 1..irel: bytes released */
+	uint64_t	 irelbase[LS_NSTREAMS];
+	uint64_t	 ipunched;		/* index bytes punched up to here */
+	bool		 itrim;			/* a start moved: look again */
+	bool		 inopunch;		/* the index cannot be punched */
 };
 
 /*
@@ -97,12 +105,21 @@ ssize_t	logstore_drain(struct logstore *, int s, int pipefd);
 int	logstore_flush(struct logstore *);
 /* Make every record so far final (a reader starts after them). */
 void	logstore_seal(struct logstore *);
+/*
+ * Milliseconds until the last record can grow no more (logstore_drain's
+ * merging), or 0 when it cannot grow now: a follower that waits this long
+ * is never handed a record that would still grow, so its reading does
+ * not stop the merging.
+ */
+int64_t	logstore_tail_open(struct logstore *);
 
 /* Store bytes given in memory, as one or more records, flushed.  Same contract. */
 int	logstore_append(struct logstore *, int s, const void *, size_t);
 
 /*
- * Read index record seq (1-based).  0, or -1 with ENOENT past the end.
+ * Read index record seq (1-based).  0, or -1 with ENOENT past the end,
+ * ERANGE for a record the index bound released (logstore_gone), EIO for
+ * one that cannot be read or makes no sense.
  * A record handed out is final; until then the last record may grow
  * (see logstore_drain).
  */
@@ -114,6 +131,24 @@ int	logstore_rec(struct logstore *, uint64_t seq, struct ls_rec *);
  * read (short at the end of the stream).
  */
 ssize_t	logstore_pread(struct logstore *, int s, void *, size_t, uint64_t off);
+
+/*
+ * The index is bounded like the streams: records whose bytes were all
+ * released from their stream are released from the index too, in steps
+ * of LS_ISTEP records (the file keeps its size, the records read back as
+ * holes).  The last slot of the released range then holds a base record
+ * (len 0, stream LS_BASE) that keeps, for readers of a reopened record,
+ * how many bytes of each stream the released records held: offset for
+ * stream 0, ts_ms for stream 1.  Returns the number of leading records
+ * released (0: none); bytes[] gets what they held per stream.
+ */
+/*
+ * Part of the file format, not tunables: a reopened record looks for its
+ * base record at multiples of LS_ISTEP.
+ */
+#define LS_ISTEP	2048		/* records: 64 KiB of index */
+#define LS_BASE		0xba5eU		/* the base record's stream */
+uint64_t logstore_gone(struct logstore *, uint64_t bytes[LS_NSTREAMS]);
 
 void	logstore_close(struct logstore *);
 

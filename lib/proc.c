@@ -52,11 +52,12 @@ struct proc_fds {
 };
 
 static void	proc_out_cb(struct ev_loop *, ev_io *, int);
+static void	proc_outwait_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_in_cb(struct ev_loop *, ev_io *, int);
 static void	proc_timeout_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_grace_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_settle_cb(struct ev_loop *, ev_timer *, int);
-static void	proc_drain(struct proc *, int, int);
+static size_t	proc_drain(struct proc *, int, int);
 static void	proc_check_settled(struct proc *);
 static void	proc_settle(struct proc *);
 static void	proc_notify(struct proc *, enum proc_event);
@@ -775,6 +776,8 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 		ev_io_init(&p->outio[i], proc_out_cb, p->out[i], EV_READ);
 		p->outio[i].data = p;
 		ev_io_start(t->loop, &p->outio[i]);
+		ev_timer_init(&p->outwait[i], proc_outwait_cb, LOG_READ_WAIT, 0.);
+		p->outwait[i].data = p;
 	}
 	ev_timer_init(&p->timeout, proc_timeout_cb, o->timeout_s, 0.);
 	ev_timer_init(&p->grace, proc_grace_cb, p->grace_s, 0.);
@@ -1027,41 +1030,72 @@ proc_catch_up(struct proc *p)
 /* ------------------------------------------------------------------ */
 /* Output */
 
+/*
+ * A short read means the process writes a little at a time, and reading
+ * each write as it comes costs a wakeup, a read and two pwrites per write
+ * (a byte at a time: most of a core).  So after a short read the pipe
+ * rests LOG_READ_WAIT before it is read again: the writes of that moment
+ * are taken in one read.  The first bytes after a quiet spell are read at
+ * once, later ones wait a few ms at most; the pipe (PROC_PIPE_SIZE) holds
+ * far more than a process that writes in small pieces puts in it meanwhile.
+ * The exit paths drain without waiting (proc_drain_now).
+ */
 static void
 proc_out_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct proc	*p = w->data;
+	int		 s = w == &p->outio[0] ? 0 : 1;
 
-	(void)loop;
 	(void)revents;
-	proc_drain(p, w == &p->outio[0] ? 0 : 1, PROC_DRAIN_ROUNDS);
+	if (proc_drain(p, s, PROC_DRAIN_ROUNDS) < LOG_READ_SMALL &&
+	    p->out[s] != -1) {
+		ev_io_stop(loop, w);
+		/* Set again: a stopped timer keeps what was left of it. */
+		ev_timer_set(&p->outwait[s], LOG_READ_WAIT, 0.);
+		ev_timer_start(loop, &p->outwait[s]);
+	}
+}
+
+static void
+proc_outwait_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct proc	*p = w->data;
+	int		 s = w == &p->outwait[0] ? 0 : 1;
+
+	(void)revents;
+	if (p->out[s] != -1)
+		ev_io_start(loop, &p->outio[s]);
 }
 
 /*
- * Move what the pipe holds into the store, at most `rounds` chunks (so
+ * Move what the pipe holds into the store, at most `rounds` reads (so
  * that one chatty process does not starve the loop).  Followers are told
- * once per call.
+ * once per call.  Returns the bytes taken.
  */
-static void
+static size_t
 proc_drain(struct proc *p, int s, int rounds)
 {
 	struct proctab	*t = p->tab;
 	uint64_t	 nrec = p->ls.nrec, end = p->ls.end[s];
 	uint64_t	 dropped = p->ls.dropped;
+	size_t		 taken = 0;
 	ssize_t		 n;
 	bool		 done;
 
 	if (p->out[s] == -1)
-		return;		/* at EOF already: told once */
+		return 0;	/* at EOF already: told once */
 
 	while (p->out[s] != -1 && rounds-- > 0) {
 		n = logstore_drain(&p->ls, s, p->out[s]);
-		if (n > 0)
+		if (n > 0) {
+			taken += (size_t)n;
 			continue;
+		}
 		if (n == -1 && (errno == EAGAIN || errno == EINTR))
 			break;
 		/* EOF, or a read error of the pipe: the stream is over. */
 		ev_io_stop(t->loop, &p->outio[s]);
+		ev_timer_stop(t->loop, &p->outwait[s]);
 		close(p->out[s]);
 		p->out[s] = -1;
 	}
@@ -1081,6 +1115,7 @@ proc_drain(struct proc *p, int s, int rounds)
 		proc_notify(p, PROC_EV_EOF);
 		(void)proc_release_fds(p);
 	}
+	return taken;
 }
 
 void
@@ -1736,6 +1771,7 @@ proc_free(struct proc *p)
 	for (s = 0; s < LS_NSTREAMS; s++) {
 		if (p->out[s] != -1) {
 			ev_io_stop(loop, &p->outio[s]);
+			ev_timer_stop(loop, &p->outwait[s]);
 			close(p->out[s]);
 		}
 	}

@@ -67,6 +67,7 @@ struct proc {
 	struct logstore	 ls;
 	int		 out[LS_NSTREAMS];	/* pipe read ends, -1 at EOF */
 	ev_io		 outio[LS_NSTREAMS];
+	ev_timer	 outwait[LS_NSTREAMS];	/* after a small read */
 	int		 in;		/* stdin pipe, -1 when none or closed */
 	bool		 stdin_pipe;	/* launched with stdin:"pipe" */
 	bool		 in_close;	/* close once inbuf is written */

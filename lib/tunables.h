@@ -34,11 +34,20 @@
 #define LOG_LINE_MAX		1024
 #define LOG_MAX_BYTES		(64ULL * 1024 * 1024)	/* per stream */
 #define LOG_CHUNK		(64 * 1024)	/* most bytes one index record holds */
+#define LOG_READ_SMALL		4096		/* a read this short ... */
+#define LOG_READ_WAIT		0.005		/* s, ... waits before the next */
 
 #define EXEC_MAX_OUTPUT		(1024 * 1024)	/* per stream in the reply */
 #define EXEC_MAX_OUTPUT_CAP	(16 * 1024 * 1024)	/* largest one asked */
 #define LOGS_JSON_LIMIT		(1024 * 1024)
 #define LOGS_JSON_LIMIT_CAP	(16 * 1024 * 1024)	/* largest one asked */
+/*
+ * What one reader does in one callback before it lets the loop serve the
+ * others: chunk bytes sent (SSE, raw), index records looked at (SSE, JSON
+ * poll; a damaged or released run is crossed in steps of this many).
+ */
+#define LOGS_PUMP_BYTES		(256 * 1024)
+#define LOGS_SCAN_MAX		4096
 
 #define BOOT_KEEP		3
 #define STATE_RETRY_S		1.0		/* s, refused state writes */

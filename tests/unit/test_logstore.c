@@ -38,6 +38,7 @@ static void	fill(char *, size_t, unsigned);
 static uint64_t	pump(struct logstore *, int, int[2], const char *, size_t);
 static void	replace_fd(int *, const char *, int);
 static bool	punch_works(void);
+static void	append_recs(struct logstore *, int, uint64_t, size_t);
 
 /*
  * The runner's own fixture: a failed test skips its checked teardown,
@@ -918,6 +919,153 @@ START_TEST(damaged_record_refused)
 }
 END_TEST
 
+/* n records of len bytes each on stream s, none merged. */
+static void
+append_recs(struct logstore *ls, int s, uint64_t n, size_t len)
+{
+	static char	d[1024];
+	uint64_t	i;
+
+	memset(d, 'r', sizeof(d));
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(logstore_append(ls, s, d, len), 0);
+		logstore_seal(ls);
+	}
+}
+
+/*
+ * Records whose bytes the bound released leave the index in steps of
+ * LS_ISTEP: they read back as ERANGE, the file's space is returned, and
+ * a reopened store finds how many bytes they held in the base record.
+ */
+START_TEST(index_released_with_its_bytes)
+{
+	struct logstore	 ls, ro;
+	struct ls_rec	 r;
+	struct stat	 st;
+	uint64_t	 n = 3 * LS_ISTEP + 100, gone, bytes[LS_NSTREAMS];
+
+	if (!punch_works())
+		return;		/* nothing is released without hole punching */
+	ck_assert_int_eq(logstore_create(&ls, tdir, 2, names2, 4096), 0);
+	append_recs(&ls, LS_STDOUT, n, 100);
+	gone = logstore_gone(&ls, bytes);
+	ck_assert_uint_eq(gone % LS_ISTEP, 0);
+	ck_assert_uint_ge(gone, 2 * LS_ISTEP);
+	ck_assert_uint_eq(bytes[LS_STDOUT], gone * 100);
+	ck_assert_uint_eq(bytes[LS_STDERR], 0);
+	ck_assert_int_eq(logstore_rec(&ls, gone, &r), -1);
+	ck_assert_int_eq(errno, ERANGE);
+	ck_assert_int_eq(logstore_rec(&ls, gone + 1, &r), 0);
+	ck_assert_uint_eq(r.offset, gone * 100);
+	/* The records kept are those of retained bytes, within a step. */
+	ck_assert_int_eq(fstatat(tdir, "index", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, (off_t)(n * 32));
+	ck_assert_int_lt(st.st_blocks * 512, (n - gone) * 32 + 2 * 4096);
+	logstore_close(&ls);
+
+	ck_assert_int_eq(logstore_open(&ro, tdir, 2, names2), 0);
+	ck_assert_uint_eq(ro.nrec, n);
+	ck_assert_uint_eq(logstore_gone(&ro, bytes), gone);
+	ck_assert_uint_eq(bytes[LS_STDOUT], gone * 100);
+	ck_assert_int_eq(logstore_rec(&ro, gone, &r), -1);
+	ck_assert_int_eq(logstore_rec(&ro, gone + 1, &r), 0);
+	ck_assert_uint_eq(r.offset, gone * 100);
+	ck_assert_int_eq(logstore_rec(&ro, n, &r), 0);
+	ck_assert_uint_eq(r.offset + r.len, n * 100);
+	logstore_close(&ro);
+}
+END_TEST
+
+/* Both streams: the base keeps each one's count. */
+START_TEST(index_base_counts_both_streams)
+{
+	struct logstore	 ls, ro;
+	uint64_t	 gone, bytes[LS_NSTREAMS], i;
+
+	if (!punch_works())
+		return;
+	ck_assert_int_eq(logstore_create(&ls, tdir, 2, names2, 2048), 0);
+	for (i = 0; i < 2 * LS_ISTEP; i++)
+		append_recs(&ls, i % 2 ? LS_STDERR : LS_STDOUT, 1, i % 2 ? 10 : 30);
+	gone = logstore_gone(&ls, bytes);
+	ck_assert_uint_eq(gone, LS_ISTEP);
+	ck_assert_uint_eq(bytes[LS_STDOUT], LS_ISTEP / 2 * 30);
+	ck_assert_uint_eq(bytes[LS_STDERR], LS_ISTEP / 2 * 10);
+	logstore_close(&ls);
+	ck_assert_int_eq(logstore_open(&ro, tdir, 2, names2), 0);
+	ck_assert_uint_eq(logstore_gone(&ro, bytes), LS_ISTEP);
+	ck_assert_uint_eq(bytes[LS_STDOUT], LS_ISTEP / 2 * 30);
+	ck_assert_uint_eq(bytes[LS_STDERR], LS_ISTEP / 2 * 10);
+	logstore_close(&ro);
+}
+END_TEST
+
+/* A record of a stream that keeps its bytes keeps the records after it. */
+START_TEST(quiet_stream_holds_the_index)
+{
+	struct logstore	 ls;
+	uint64_t	 bytes[LS_NSTREAMS];
+
+	ck_assert_int_eq(logstore_create(&ls, tdir, 2, names2, 4096), 0);
+	append_recs(&ls, LS_STDERR, 1, 5);
+	append_recs(&ls, LS_STDOUT, 2 * LS_ISTEP + 10, 100);
+	ck_assert_uint_eq(logstore_gone(&ls, bytes), 0);
+	logstore_close(&ls);
+}
+END_TEST
+
+/* An index full of zeros has no base: nothing counts as released. */
+START_TEST(zeroed_index_is_not_a_base)
+{
+	struct logstore	 ro;
+	uint64_t	 bytes[LS_NSTREAMS];
+	static char	 z[4 * LS_ISTEP * 32];
+	int		 fd;
+
+	fd = openat(tdir, "index", O_CREAT | O_WRONLY | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, z, sizeof(z)), (ssize_t)sizeof(z));
+	close(fd);
+	ck_assert_int_eq(logstore_open(&ro, tdir, 2, names2), 0);
+	ck_assert_uint_eq(ro.nrec, 4 * LS_ISTEP);
+	ck_assert_uint_eq(logstore_gone(&ro, bytes), 0);
+	logstore_close(&ro);
+}
+END_TEST
+
+/*
+ * The last record stays open for merging for LS_MERGE_MS (20 ms) after
+ * its first read, unless a reader was handed it.
+ */
+START_TEST(tail_open_while_it_may_grow)
+{
+	struct logstore	 ls, ro;
+	struct ls_rec	 r;
+	int64_t		 ms;
+
+	ck_assert_int_eq(logstore_create(&ls, tdir, 2, names2, 0), 0);
+	ck_assert_int_eq(logstore_tail_open(&ls), 0);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "a", 1), 0);
+	ms = logstore_tail_open(&ls);
+	ck_assert_int_gt(ms, 0);
+	ck_assert_int_le(ms, 21);
+	ck_assert_int_eq(logstore_rec(&ls, 1, &r), 0);	/* handed: final */
+	ck_assert_int_eq(logstore_tail_open(&ls), 0);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "b", 1), 0);
+	ck_assert_uint_eq(ls.nrec, 2);
+	ck_assert_int_gt(logstore_tail_open(&ls), 0);
+	usleep(30 * 1000);
+	ck_assert_int_eq(logstore_tail_open(&ls), 0);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, "c", 1), 0);
+	ck_assert_uint_eq(ls.nrec, 3);		/* closed by time: not merged */
+	logstore_close(&ls);
+	ck_assert_int_eq(logstore_open(&ro, tdir, 2, names2), 0);
+	ck_assert_int_eq(logstore_tail_open(&ro), 0);	/* read-only */
+	logstore_close(&ro);
+}
+END_TEST
+
 Suite *
 logstore_suite(void)
 {
@@ -957,6 +1105,17 @@ logstore_suite(void)
 	tcase_add_test(tc, damaged_record_refused);
 	tcase_add_test(tc, small_writes_merge_until_read);
 	tcase_add_test(tc, merge_then_index_error_keeps_the_old_record);
+	tcase_add_test(tc, tail_open_while_it_may_grow);
+	tcase_add_test(tc, zeroed_index_is_not_a_base);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("index_bound");
+	tcase_add_unchecked_fixture(tc, base_setup, base_teardown);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, index_released_with_its_bytes);
+	tcase_add_test(tc, index_base_counts_both_streams);
+	tcase_add_test(tc, quiet_stream_holds_the_index);
 	suite_add_tcase(s, tc);
 	return s;
 }
