@@ -20,8 +20,8 @@
 #include "codec.h"
 #include "fsutil.h"
 #include "log.h"
+#include "util.h"
 
-#define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
 
 /* body_error of a stdin request refused while another one is held */
 #define API_STDIN_BUSY		1	/* before any of its bytes */

@@ -26,8 +26,8 @@
 #include "codec.h"
 #include "http.h"
 #include "log.h"
+#include "util.h"
 
-#define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
 
 #define HTTP_READ_CHUNK		(64 * 1024)
 #define HTTP_TICK		5.0

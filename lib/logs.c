@@ -22,8 +22,8 @@
 #include "cursor.h"
 #include "fsutil.h"
 #include "log.h"
+#include "util.h"
 
-#define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
 
 enum follow_kind {
 	FK_SSE,		/* the bridge's log stream */

@@ -28,9 +28,9 @@
 #include "codec.h"
 #include "fsutil.h"
 #include "log.h"
+#include "util.h"
 #include "proc.h"
 
-#define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
 
 #define PROC_DRAIN_ROUNDS	16	/* chunks per wakeup before yielding */
 #define PROC_PIPE_SIZE		(1024 * 1024)
