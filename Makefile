@@ -25,7 +25,7 @@ all: $(BUILD)/tend
 setup:
 	@scripts/setup
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h tests/unit/*.h)
+$(BUILD)/%.o: %.c $(wildcard lib/*.h agent/*.h tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) -c -o $@ $<

@@ -53,4 +53,23 @@
 #define STATE_RETRY_S		1.0		/* s, refused state writes */
 #define AGENT_GRACE		8.0		/* s */
 
+/* The command line (agent/cli*.c). */
+#define CLI_WAIT_PIECE		60000		/* ms asked of one wait call */
+#define CLI_ERRBODY_MAX		(64 * 1024)	/* kept of an error reply */
+#define CLI_SSE_LINE_MAX	(16 * 1024 * 1024)
+#define CLI_CURSOR_MAX		160		/* kept of a cursor the agent sent */
+#define CLI_CTYPE_MAX		64		/* of a media type, NUL included */
+#define CLI_BOOT_MAX		144		/* of a --boot ID */
+#define CLI_MSG_MAX		512		/* one failure reported */
+#define CLI_MAX_OPTS		24		/* options of one command */
+#define CLI_SECONDS_MAX		1e12		/* largest SECONDS taken */
+#define CLI_READY_POLL		20		/* ms between readiness checks */
+#define CLI_READY_TIMEOUT	60000		/* ms, default --ready-timeout */
+#define CLI_READY_LINE_MAX	(64 * 1024)	/* of a line matched whole */
+#define CLI_NETLINE_MAX		512		/* of a /proc/net/tcp line */
+#define CLI_MAX_PENDING		16		/* signals before the reply */
+#define CLI_STDIN_CHUNK		(64 * 1024)	/* run --stdin, one read */
+/* run --stdin travels as base64 (4/3) in a JSON body of HTTP_MAX_BODY. */
+#define CLI_RUN_STDIN_MAX	(720 * 1024)
+
 #endif
