@@ -22,6 +22,7 @@
 #define WS_MASKED	0x80
 
 static int	ws_has_token(const char *, const char *);
+static size_t	ws_trim(const char **);
 static int	ws_frame(struct buf *, enum ws_opcode, const void *, size_t);
 static size_t	ws_head_need(const unsigned char *, size_t);
 static size_t	ws_parse_head(struct ws_parser *, const char *, size_t,
@@ -41,14 +42,16 @@ static void	ws_msg_reset(struct ws_parser *);
 /* ---------------------------------------------------------------- */
 /* Handshake */
 
+/* The key as a header value: white space around it is not part of it. */
 void
 ws_accept_key(const char *key, char out[WS_ACCEPT_LEN])
 {
 	struct sha1_ctx	 ctx;
 	uint8_t		 md[SHA1_DIGEST_SIZE];
+	size_t		 n = ws_trim(&key);
 
 	sha1_init(&ctx);
-	sha1_update(&ctx, strlen(key), (const uint8_t *)key);
+	sha1_update(&ctx, n, (const uint8_t *)key);
 	sha1_update(&ctx, sizeof(WS_GUID) - 1, (const uint8_t *)WS_GUID);
 #if NETTLE_VERSION_MAJOR > 3 || \
     (NETTLE_VERSION_MAJOR == 3 && NETTLE_VERSION_MINOR >= 10)
@@ -84,6 +87,22 @@ ws_has_token(const char *list, const char *tok)
 }
 
 /*
+ * Skip the optional white space around a header value: *s moves past
+ * the leading run, the length returned stops before the trailing one.
+ */
+static size_t
+ws_trim(const char **s)
+{
+	size_t	 n;
+
+	*s += strspn(*s, " \t");
+	n = strlen(*s);
+	while (n > 0 && ((*s)[n - 1] == ' ' || (*s)[n - 1] == '\t'))
+		n--;
+	return n;
+}
+
+/*
  * RFC 6455 section 4.2.1, in the order a client most likely got wrong
  * first: not an upgrade at all (the bridge's wording), then the version
  * (426 tells the client which one we speak), then the key.
@@ -92,6 +111,7 @@ int
 ws_handshake_check(const struct ws_handshake *h, const char **why)
 {
 	struct buf	 raw = { 0 };
+	const char	*v = h->version, *key = h->key;
 	size_t		 n;
 	int		 ok;
 
@@ -104,16 +124,16 @@ ws_handshake_check(const struct ws_handshake *h, const char **why)
 		*why = "a WebSocket handshake is a GET";
 		return 400;
 	}
-	if (h->version == NULL) {
+	if (v == NULL) {
 		*why = "Sec-WebSocket-Version missing";
 		return 400;
 	}
-	if (strcmp(h->version, "13") != 0) {
+	if (ws_trim(&v) != 2 || strncmp(v, "13", 2) != 0) {
 		*why = "Sec-WebSocket-Version must be 13";
 		return 426;
 	}
-	n = h->key != NULL ? strlen(h->key) : 0;
-	ok = n > 0 && codec_b64_decode(&raw, h->key, n) == 0 &&
+	n = key != NULL ? ws_trim(&key) : 0;
+	ok = n > 0 && codec_b64_decode(&raw, key, n) == 0 &&
 	    buf_avail(&raw) == WS_KEY_BYTES;
 	buf_free(&raw);
 	if (!ok) {
@@ -429,6 +449,10 @@ ws_frame_head(struct buf *b, enum ws_opcode op, uint64_t n)
 	unsigned char	 h[10];
 	size_t		 hl, i;
 
+	if (op >= WS_OP_CLOSE && n > WS_CONTROL_MAX) {
+		errno = EINVAL;
+		return -1;
+	}
 	h[0] = WS_FIN | op;
 	if (n < 126) {
 		h[1] = (unsigned char)n;
@@ -453,10 +477,6 @@ ws_frame(struct buf *b, enum ws_opcode op, const void *d, size_t n)
 {
 	size_t	 len = b->len;
 
-	if (op >= WS_OP_CLOSE && n > WS_CONTROL_MAX) {
-		errno = EINVAL;
-		return -1;
-	}
 	if (buf_reserve(b, n + 10) == NULL || ws_frame_head(b, op, n) == -1 ||
 	    buf_add(b, d, n) == -1) {
 		b->len = len;

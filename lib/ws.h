@@ -123,7 +123,7 @@ struct ws_parser {
 	size_t		 ctllen;
 };
 
-/* Sec-WebSocket-Accept for a client's key. */
+/* Sec-WebSocket-Accept for a client's key (white space around it ignored). */
 void	ws_accept_key(const char *key, char out[WS_ACCEPT_LEN]);
 /* 0: accept; else 400 or 426 and *why, a static message. */
 int	ws_handshake_check(const struct ws_handshake *, const char **why);
@@ -143,7 +143,7 @@ int	ws_frame_ping(struct buf *, const void *, size_t);
 int	ws_frame_pong(struct buf *, const void *, size_t);
 /* code 0 or 1005: an empty close body; reason at most 123 bytes. */
 int	ws_frame_close(struct buf *, uint16_t code, const char *reason);
-/* Only the header of a final frame of n payload bytes the caller adds. */
+/* Only the header of a final frame; the caller appends the n bytes. */
 int	ws_frame_head(struct buf *, enum ws_opcode, uint64_t n);
 
 #endif

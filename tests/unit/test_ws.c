@@ -168,6 +168,8 @@ START_TEST(accept_key_rfc_sample)
 	/* Another key, computed with sha1sum and base64 by hand. */
 	ws_accept_key("x3JJHMbDL1EzLkh9GBhXDw==", out);
 	ck_assert_str_eq(out, "HSmrc0sMlYUkAGmm5OPpG2HaGWk=");
+	ws_accept_key("\tx3JJHMbDL1EzLkh9GBhXDw== ", out);
+	ck_assert_str_eq(out, "HSmrc0sMlYUkAGmm5OPpG2HaGWk=");
 }
 END_TEST
 
@@ -185,6 +187,11 @@ START_TEST(handshake_accepts_real_clients)
 	ck_assert_int_eq(ws_handshake_check(&h, &why), 0);
 	h.connection = "keep-alive ,\tupgrade ";
 	h.upgrade = "h2c, websocket";
+	ck_assert_int_eq(ws_handshake_check(&h, &why), 0);
+	ck_assert_ptr_null(why);
+	/* Values as a parser may leave them, white space around. */
+	h.version = " 13\t";
+	h.key = " dGhlIHNhbXBsZSBub25jZQ== ";
 	ck_assert_int_eq(ws_handshake_check(&h, &why), 0);
 	ck_assert_ptr_null(why);
 
@@ -217,6 +224,10 @@ static const struct {
 	{ { "GET", "websocket", "Upgrade", NULL, "dGhlIHNhbXBsZSBub25jZQ==" },
 	    400, "Sec-WebSocket-Version" },
 	{ { "GET", "websocket", "Upgrade", "8", "dGhlIHNhbXBsZSBub25jZQ==" },
+	    426, "13" },
+	{ { "GET", "websocket", "Upgrade", "13, 8", "dGhlIHNhbXBsZSBub25jZQ==" },
+	    426, "13" },
+	{ { "GET", "websocket", "Upgrade", "130", "dGhlIHNhbXBsZSBub25jZQ==" },
 	    426, "13" },
 	{ { "GET", "websocket", "Upgrade", "13", NULL }, 400, "16 bytes" },
 	{ { "GET", "websocket", "Upgrade", "13", "" }, 400, "16 bytes" },
@@ -672,6 +683,9 @@ START_TEST(server_frames)
 	ck_assert_int_eq(ws_frame_head(&b, WS_OP_BINARY, 300), 0);
 	ck_assert_uint_eq(buf_avail(&b), 4);
 	ck_assert_int_eq(memcmp(buf_head(&b), "\x82\x7e\x01\x2c", 4), 0);
+	ck_assert_int_eq(ws_frame_head(&b, WS_OP_PING, 126), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_uint_eq(buf_avail(&b), 4);
 	buf_free(&b);
 }
 END_TEST
