@@ -363,7 +363,7 @@ START_TEST(default_shell_fallbacks)
 
 	if (geteuid() != 0 || unshare(CLONE_NEWNS) == -1)
 		return;		/* a skip: no privilege for a mount */
-	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL),
+	ck_assert_int_eq(mount("none", "/", "none", MS_REC | MS_PRIVATE, NULL),
 	    0);
 	dfd = tu_tmpdir(dir, sizeof(dir), "/tmp/tend-pty-");
 	tu_put(dfd, "passwd",
@@ -372,7 +372,7 @@ START_TEST(default_shell_fallbacks)
 	    "c:x:6003:6003::/:\n"
 	    "d:x:6004:6004::/:cat\n");
 	snprintf(path, sizeof(path), "%s/passwd", dir);
-	ck_assert_int_eq(mount(path, "/etc/passwd", NULL, MS_BIND, NULL), 0);
+	ck_assert_int_eq(mount(path, "/etc/passwd", "none", MS_BIND, NULL), 0);
 	ck_assert_int_eq(pty_default_shell(6001, sh, sizeof(sh)), 0);
 	ck_assert_str_eq(sh, "/bin/cat");
 	ck_assert_int_eq(pty_default_shell(6002, sh, sizeof(sh)), 0);
