@@ -41,16 +41,16 @@
 #define LOGS_JSON_LIMIT_CAP	(16 * 1024 * 1024)	/* largest one asked */
 
 /* WebSocket (RFC 6455) server side and terminals (pseudo-terminals). */
-#define WS_MAX_MESSAGE		(1024 * 1024)	/* a client message, all fragments */
+#define WS_MAX_MESSAGE		(1024 * 1024)	/* all fragments of one */
 #define WS_MAX_FRAME_HEADER	14		/* 2 + 8 (length) + 4 (mask) */
-#define WS_MSG_KEEP		(64 * 1024)	/* a larger message buffer is freed once used */
+#define WS_MSG_KEEP		(64 * 1024)	/* a bigger message buffer: freed */
 #define WS_PING_INTERVAL	30.0		/* s; proxies cut idle ones at 45-60 s */
 #define PTY_MAX_DIM		10000		/* cols, rows */
 #define PTY_PASSWD_BUF_MAX	(64 * 1024)	/* getpwuid_r's scratch, at most */
 #define TERM_MAX_LIVE		64
-#define TERM_KEEP_BYTES		(1024 * 1024)	/* output kept (bufferSize) by default */
+#define TERM_KEEP_BYTES		(1024 * 1024)	/* bufferSize by default */
 #define TERM_KEEP_BYTES_CAP	LOG_MAX_BYTES	/* largest bufferSize asked */
-#define TERM_INPUT_HIGH		PROC_STDIN_HIGH	/* input queued: pause the writer above this */
+#define TERM_INPUT_HIGH		PROC_STDIN_HIGH	/* input queued: pause above */
 
 #define BOOT_KEEP		3
 #define STATE_RETRY_S		1.0		/* s, refused state writes */
