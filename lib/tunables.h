@@ -49,6 +49,18 @@
 #define LOGS_PUMP_BYTES		(256 * 1024)
 #define LOGS_SCAN_MAX		4096
 
+/* WebSocket (RFC 6455) server side and terminals (pseudo-terminals). */
+#define WS_MAX_MESSAGE		(1024 * 1024)	/* all fragments of one */
+#define WS_MAX_FRAME_HEADER	14		/* 2 + 8 (length) + 4 (mask) */
+#define WS_MSG_KEEP		(64 * 1024)	/* a bigger message buffer: freed */
+#define WS_PING_INTERVAL	30.0		/* s; proxies cut idle ones at 45-60 s */
+#define PTY_MAX_DIM		10000		/* cols, rows */
+#define PTY_PASSWD_BUF_MAX	(64 * 1024)	/* getpwuid_r's scratch, at most */
+#define TERM_MAX_LIVE		64
+#define TERM_KEEP_BYTES		(1024 * 1024)	/* bufferSize by default */
+#define TERM_KEEP_BYTES_CAP	LOG_MAX_BYTES	/* largest bufferSize asked */
+#define TERM_INPUT_HIGH		PROC_STDIN_HIGH	/* input queued: pause above */
+
 #define BOOT_KEEP		3
 #define STATE_RETRY_S		1.0		/* s, refused state writes */
 #define AGENT_GRACE		8.0		/* s */

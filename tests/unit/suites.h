@@ -12,4 +12,6 @@
 	X(boot) \
 	X(http) \
 	X(proc) \
-	X(hclient)
+	X(hclient) \
+	X(ws) \
+	X(pty)

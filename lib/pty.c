@@ -1,0 +1,192 @@
+/*
+ * pty.c: pseudo-terminal pairs: open and size the master, set a child up
+ * on the slave, read the master to its end, find the login shell.
+ */
+#include <sys/ioctl.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "pty.h"
+
+#define PTY_SHELL_FALLBACK	"/bin/sh"
+
+static int	pty_winsize(int, unsigned int, unsigned int);
+static int	pty_login_shell(uid_t, char [PATH_MAX]);
+
+static int
+pty_winsize(int fd, unsigned int cols, unsigned int rows)
+{
+	struct winsize	 ws;
+
+	if (cols == 0 || rows == 0 || cols > PTY_MAX_DIM ||
+	    rows > PTY_MAX_DIM) {
+		errno = EINVAL;
+		return -1;
+	}
+	memset(&ws, 0, sizeof(ws));
+	ws.ws_col = (unsigned short)cols;
+	ws.ws_row = (unsigned short)rows;
+	return ioctl(fd, TIOCSWINSZ, &ws);
+}
+
+/*
+ * The size goes on before anyone opens the slave: a child that asks at
+ * once (a shell laying out its prompt) must never see 0x0.
+ */
+int
+pty_open(unsigned int cols, unsigned int rows, int *masterfd, char *name,
+    size_t n)
+{
+	int	 fd, rc, saved;
+
+	if ((fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC)) == -1)
+		return -1;
+	if (grantpt(fd) == -1 || unlockpt(fd) == -1)
+		goto fail;
+	if ((rc = ptsname_r(fd, name, n)) != 0) {
+		errno = rc;
+		goto fail;
+	}
+	if (pty_winsize(fd, cols, rows) == -1 ||
+	    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == -1)
+		goto fail;
+	*masterfd = fd;
+	return 0;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+int
+pty_resize(int masterfd, unsigned int cols, unsigned int rows)
+{
+	return pty_winsize(masterfd, cols, rows);
+}
+
+/*
+ * tcgetpgrp on the master answers for the slave.  It gives 0 while no
+ * session has the slave as its terminal: that is refused here, because
+ * kill(-0, sig) would signal the caller's own group.
+ */
+pid_t
+pty_foreground(int masterfd)
+{
+	pid_t	 pg;
+
+	if ((pg = tcgetpgrp(masterfd)) == -1)
+		return -1;
+	if (pg <= 0) {
+		errno = ESRCH;
+		return -1;
+	}
+	return pg;
+}
+
+/*
+ * Linux answers EIO once the last slave descriptor is closed and the
+ * buffered output is read; other systems answer 0.  Both are the end.
+ */
+enum pty_read_result
+pty_read(int masterfd, void *d, size_t n, size_t *got)
+{
+	ssize_t	 r;
+
+	*got = 0;
+	do
+		r = read(masterfd, d, n);
+	while (r == -1 && errno == EINTR);
+	if (r > 0) {
+		*got = (size_t)r;
+		return PTY_READ_DATA;
+	}
+	if (r == 0 || errno == EIO)
+		return PTY_READ_CLOSED;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return PTY_READ_AGAIN;
+	return PTY_READ_ERROR;
+}
+
+/*
+ * Opened without O_NOCTTY by a session leader that has no terminal, the
+ * slave becomes its controlling terminal; TIOCSCTTY makes that explicit
+ * (and is a no-op when it already is).  This runs between fork and
+ * exec: async-signal-safe calls only (open, ioctl, dup2, close).
+ */
+int
+pty_child_setup(const char *name)
+{
+	int	 fd, i, saved;
+
+	if ((fd = open(name, O_RDWR)) == -1)
+		return -1;
+	if (ioctl(fd, TIOCSCTTY, 0) == -1)
+		goto fail;
+	for (i = 0; i <= 2; i++)
+		if (fd != i && dup2(fd, i) == -1)
+			goto fail;
+	if (fd > 2)
+		close(fd);
+	return 0;
+fail:
+	saved = errno;
+	if (fd > 2)
+		close(fd);
+	errno = saved;
+	return -1;
+}
+
+/*
+ * The passwd entry's shell into out, or -1 when there is none to use:
+ * no entry, an empty or relative shell, or one that is not executable
+ * here (an image without the bash that its passwd names).
+ */
+static int
+pty_login_shell(uid_t uid, char out[PATH_MAX])
+{
+	struct passwd	 pw, *res = NULL;
+	char		*scratch = NULL, *p;
+	size_t		 sz = 1024;
+	int		 rc = -1;
+
+	for (;;) {
+		if ((p = realloc(scratch, sz)) == NULL)
+			break;
+		scratch = p;
+		if (getpwuid_r(uid, &pw, scratch, sz, &res) != ERANGE ||
+		    sz >= PTY_PASSWD_BUF_MAX)
+			break;
+		sz *= 2;
+	}
+	if (res != NULL && res->pw_shell != NULL && res->pw_shell[0] == '/' &&
+	    strlen(res->pw_shell) < PATH_MAX &&
+	    access(res->pw_shell, X_OK) == 0) {
+		memcpy(out, res->pw_shell, strlen(res->pw_shell) + 1);
+		rc = 0;
+	}
+	free(scratch);
+	return rc;
+}
+
+int
+pty_default_shell(uid_t uid, char *buf, size_t n)
+{
+	char	 shell[PATH_MAX];
+
+	if (pty_login_shell(uid, shell) == -1)
+		memcpy(shell, PTY_SHELL_FALLBACK, sizeof(PTY_SHELL_FALLBACK));
+	if (strlen(shell) >= n) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(buf, shell, strlen(shell) + 1);
+	return 0;
+}
