@@ -9,6 +9,7 @@
 	X(cursor) \
 	X(logstore) \
 	X(fsutil) \
+	X(files) \
 	X(boot) \
 	X(http) \
 	X(proc) \
