@@ -10,6 +10,7 @@
 	X(logstore) \
 	X(fsutil) \
 	X(files) \
+	X(tar) \
 	X(boot) \
 	X(http) \
 	X(proc) \
