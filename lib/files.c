@@ -373,7 +373,7 @@ static int
 files_open_file(const struct files_root *r, const char *rel, int flags,
     mode_t mode, struct stat *st, bool *created)
 {
-	int	fd, pfd, tries;
+	int	fd, pfd, tries, last = EAGAIN;
 
 	*created = false;
 	for (tries = 0; tries < 3; tries++) {
@@ -381,8 +381,9 @@ files_open_file(const struct files_root *r, const char *rel, int flags,
 			if (errno != ENOENT || !(flags & O_CREAT))
 				return -1;
 			fd = files_open(r, rel, flags | O_EXCL, mode);
-			if (fd == -1 && errno == EEXIST)
-				continue;	/* made meanwhile: look again */
+			/* Made meanwhile, or a dangling link: look again. */
+			if (fd == -1 && (last = errno) == EEXIST)
+				continue;
 			if (fd != -1 && fstat(fd, st) == -1) {
 				files_close(fd);
 				return -1;
@@ -405,10 +406,10 @@ files_open_file(const struct files_root *r, const char *rel, int flags,
 			return -1;
 		}
 		fd = files_reopen(r, rel, flags & ~O_CREAT, st);
-		if (fd != -1 || errno != EAGAIN)
+		if (fd != -1 || (last = errno) != EAGAIN)
 			return fd;
 	}
-	errno = EAGAIN;
+	errno = last;		/* EEXIST: a link there to nothing */
 	return -1;
 }
 

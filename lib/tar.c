@@ -455,33 +455,35 @@ tar_out_dir(struct tar_out *o, int dfd, size_t plen)
 static _Noreturn void
 tar_persist_child(int rootfd, const char *const *ex, int out, int errfd)
 {
-	static struct tar_out	o;
-	int			dfd;
+	struct tar_out	*o;
+	int		 dfd;
 
-	o.ex = ex;
-	o.errfd = errfd;
-	if ((o.a = archive_write_new()) == NULL)
+	/* The child's own memory, not a static the agent would carry. */
+	if ((o = calloc(1, sizeof(*o))) == NULL ||
+	    (o->a = archive_write_new()) == NULL)
 		tar_report(errfd, TAR_EXIT_IO, ENOMEM, "out of memory");
+	o->ex = ex;
+	o->errfd = errfd;
 	/* ustar where it fits, pax headers for long names and big files. */
-	if (archive_write_set_format_pax_restricted(o.a) != ARCHIVE_OK ||
-	    archive_write_add_filter_none(o.a) != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(o.a, TAR_BLOCK) != ARCHIVE_OK ||
-	    archive_write_set_bytes_in_last_block(o.a, 1) != ARCHIVE_OK ||
-	    archive_write_open_fd(o.a, out) != ARCHIVE_OK)
-		tar_report(errfd, TAR_EXIT_IO, archive_errno(o.a), "%s",
-		    archive_error_string(o.a));
+	if (archive_write_set_format_pax_restricted(o->a) != ARCHIVE_OK ||
+	    archive_write_add_filter_none(o->a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(o->a, TAR_BLOCK) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(o->a, 1) != ARCHIVE_OK ||
+	    archive_write_open_fd(o->a, out) != ARCHIVE_OK)
+		tar_report(errfd, TAR_EXIT_IO, archive_errno(o->a), "%s",
+		    archive_error_string(o->a));
 	dfd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd == -1)
 		tar_report(errfd, TAR_EXIT_IO, errno, "root: %s",
 		    strerror(errno));
-	if (tar_out_dir(&o, dfd, 0) == -1 ||
-	    archive_write_close(o.a) != ARCHIVE_OK)
-		tar_report(errfd, TAR_EXIT_IO, archive_errno(o.a), "%s",
-		    archive_error_string(o.a));
-	if (o.skipped > 0)
-		tar_report(errfd, TAR_EXIT_PARTIAL, o.first_err,
-		    "%d entries left out, the first %s: %s", o.skipped,
-		    o.first, strerror(o.first_err));
+	if (tar_out_dir(o, dfd, 0) == -1 ||
+	    archive_write_close(o->a) != ARCHIVE_OK)
+		tar_report(errfd, TAR_EXIT_IO, archive_errno(o->a), "%s",
+		    archive_error_string(o->a));
+	if (o->skipped > 0)
+		tar_report(errfd, TAR_EXIT_PARTIAL, o->first_err,
+		    "%d entries left out, the first %s: %s", o->skipped,
+		    o->first, strerror(o->first_err));
 	_exit(TAR_EXIT_OK);
 }
 
@@ -599,10 +601,16 @@ tar_in_parent(struct tar_in *in, const char *rel, char *base,
 static int
 tar_in_clear(int dfd, const char *base, const char **why)
 {
+	struct stat	st;
+	int		saved;
+
 	if (unlinkat(dfd, base, 0) == 0 || errno == ENOENT)
 		return 0;
-	if (errno == EISDIR || errno == EPERM)
+	saved = errno;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode))
 		*why = "a directory is in the way";
+	errno = saved;
 	return -1;
 }
 
@@ -639,12 +647,14 @@ tar_in_file(struct tar_in *in, struct archive_entry *e, int dfd,
 	/* Blocks at their offsets: holes of a sparse entry stay holes. */
 	while ((r = archive_read_data_block(in->a, &buf, &size, &off)) ==
 	    ARCHIVE_OK || r == ARCHIVE_WARN) {
-		for (done = 0; done < size; done += w)
-			if ((w = pwrite(fd, (const char *)buf + done,
-			    size - done, off + done)) == -1 && errno != EINTR)
+		for (done = 0; done < size; done += w) {
+			w = pwrite(fd, (const char *)buf + done, size - done,
+			    off + done);
+			if (w == -1 && errno != EINTR)
 				goto fail;
-			else if (w == -1)
+			if (w == -1)
 				w = 0;
+		}
 	}
 	if (r != ARCHIVE_EOF) {
 		*why = "the archive is cut short";
@@ -858,31 +868,32 @@ tar_in_entries(struct tar_in *in)
 static _Noreturn void
 tar_hydrate_child(int rootfd, int fd, int errfd)
 {
-	static struct tar_in	in;
+	struct tar_in	*in;
 
-	in.rootfd = rootfd;
-	in.fd = fd;
-	in.errfd = errfd;
-	in.root = geteuid() == 0;
-	if ((in.a = archive_read_new()) == NULL)
+	if ((in = calloc(1, sizeof(*in))) == NULL ||
+	    (in->a = archive_read_new()) == NULL)
 		tar_report(errfd, TAR_EXIT_IO, ENOMEM, "out of memory");
+	in->rootfd = rootfd;
+	in->fd = fd;
+	in->errfd = errfd;
+	in->root = geteuid() == 0;
 	/* gzip through zlib; no filter that would run an external program. */
-	if (archive_read_support_format_tar(in.a) != ARCHIVE_OK ||
-	    archive_read_support_filter_gzip(in.a) != ARCHIVE_OK)
-		tar_report(errfd, TAR_EXIT_IO, archive_errno(in.a), "%s",
-		    archive_error_string(in.a));
-	if (archive_read_open(in.a, &in, NULL, tar_in_read, NULL) !=
+	if (archive_read_support_format_tar(in->a) != ARCHIVE_OK ||
+	    archive_read_support_filter_gzip(in->a) != ARCHIVE_OK)
+		tar_report(errfd, TAR_EXIT_IO, archive_errno(in->a), "%s",
+		    archive_error_string(in->a));
+	if (archive_read_open(in->a, in, NULL, tar_in_read, NULL) !=
 	    ARCHIVE_OK) {
-		if (in.total == 0)
+		if (in->total == 0)
 			tar_report(errfd, TAR_EXIT_EMPTY, EINVAL,
 			    "Empty tar payload");
 		tar_report(errfd, TAR_EXIT_BAD, EINVAL, "not a tar archive: %s",
-		    archive_error_string(in.a));
+		    archive_error_string(in->a));
 	}
-	tar_in_entries(&in);
-	tar_in_dirs_fix(&in);
+	tar_in_entries(in);
+	tar_in_dirs_fix(in);
 	/* The padding after the end blocks: read, so the writer never EPIPEs. */
-	while (read(fd, in.buf, sizeof(in.buf)) > 0)
+	while (read(fd, in->buf, sizeof(in->buf)) > 0)
 		;
 	_exit(TAR_EXIT_OK);
 }

@@ -721,6 +721,13 @@ START_TEST(append_in_place)
 	s = tu_slurp(base, "root/log", NULL);
 	ck_assert_str_eq(s, "one\ntwo\n3\n");
 	free(s);
+	/* A link to nothing: not created through, a conflict. */
+	ck_assert_int_eq(symlinkat("nowhere", base, "root/dangling"), 0);
+	errno = 0;
+	ck_assert_int_eq(files_put_begin(&p, &root, "dangling",
+	    FILES_PUT_APPEND, FILES_MODE_KEEP), -1);
+	ck_assert_int_eq(errno, EEXIST);
+	ck_assert(!tu_exists(base, "root/nowhere"));
 	/* A directory, a FIFO (which must not block): refused. */
 	ck_assert_int_eq(mkdirat(base, "root/dir", 0755), 0);
 	errno = 0;
