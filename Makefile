@@ -6,10 +6,12 @@ OPT	?= -O2 -g
 CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -Ilib \
 	   -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith
-# libev, http-parser and nettle link statically (fewer pages mapped at
-# start, smaller idle RSS); Debian ships cJSON as a shared library only,
-# and libarchive (tar) stays shared: its static build drags in every codec.
-LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -lnettle -Wl,-Bdynamic -lcjson -larchive -lm
+# libev, http-parser, nettle and libarchive (with zlib, for gzip) link
+# statically (fewer pages mapped at start, smaller idle RSS; libarchive's
+# shared library would map libxml2, ICU and libstdc++ into PID 1 and the
+# image: only the tar objects lib/tar.c calls are linked, see there);
+# Debian ships cJSON as a shared library only.
+LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -larchive -lz -lnettle -Wl,-Bdynamic -lcjson -lm
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 LIB_SRC   := $(wildcard lib/*.c)

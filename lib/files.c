@@ -783,6 +783,10 @@ files_put_begin(struct files_put *p, const struct files_root *r,
 	memset(p, 0, sizeof(*p));
 	p->dirfd = p->fd = -1;
 	p->flags = flags;
+	if (mode != FILES_MODE_KEEP && (mode < 0 || mode > 07777)) {
+		errno = EINVAL;
+		return -1;
+	}
 	if (strcmp(rel, ".") == 0) {
 		errno = EISDIR;
 		return -1;

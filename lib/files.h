@@ -166,6 +166,8 @@ struct cJSON *files_entry(const char *name, const struct stat *,
  * nothing.  A directory at NAME is EISDIR at begin.  With
  * FILES_PUT_APPEND the file itself is opened (through links, created if
  * missing) and written in place: an abort keeps what was appended.
+ * mode: 0..07777 (else EINVAL), applied as given (no umask), or
+ * FILES_MODE_KEEP.  A crash of the agent mid-upload leaves the temp.
  */
 struct files_put {
 	int	 dirfd;		/* the target's directory */

@@ -96,6 +96,32 @@ static void		 tar_in_entries(struct tar_in *);
 static _Noreturn void	 tar_hydrate_child(int, int, int);
 
 /* ------------------------------------------------------------------ */
+/* Linking */
+
+/*
+ * libarchive 3.6's tar writers call this helper, which its static
+ * library keeps in one object with the table of every format by name:
+ * linked from there it would pull in every writer (7-Zip, XAR, ISO 9660,
+ * ZIP, ...) and their libraries (lzma, bzip2, libxml2 and with it ICU
+ * and libstdc++), none of which tend needs.  Defined here, that object
+ * stays out.  It only sets the error the original sets, and is never
+ * reached in practice: persist gives the writer files, directories and
+ * links only.  Against the shared library this definition wins the
+ * same way and does the same thing.
+ */
+void	__archive_write_entry_filetype_unsupported(struct archive *,
+	    struct archive_entry *, const char *);
+
+void
+__archive_write_entry_filetype_unsupported(struct archive *a,
+    struct archive_entry *e, const char *format)
+{
+	archive_set_error(a, EINVAL, "%s: %s format cannot archive this "
+	    "(type=0%o)", archive_entry_pathname(e), format,
+	    (unsigned int)archive_entry_filetype(e));
+}
+
+/* ------------------------------------------------------------------ */
 /* The agent's side */
 
 /*

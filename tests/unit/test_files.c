@@ -490,6 +490,12 @@ START_TEST(put_rules)
 	char			*s;
 	bool			 created;
 
+	errno = 0;
+	ck_assert_int_eq(files_put_begin(&p, &root, "f", 0, 010000), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(files_put_begin(&p, &root, "f", 0, -2), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert(!tu_exists(base, "root/f"));
 	/* Without PARENTS a missing directory is ENOENT. */
 	errno = 0;
 	ck_assert_int_eq(files_put_begin(&p, &root, "no/f", 0,
