@@ -537,7 +537,7 @@ tar_in_read(struct archive *a, void *arg, const void **buf)
 
 /*
  * An archive's name, judged: "./" and "//" dropped, into out.  1 for the
- * root itself (nothing to extract), 0, or -1 with *why.
+ * root itself (nothing to extract), 0, or -1 with *why and errno.
  */
 static int
 tar_clean(const char *name, char *out, size_t cap, const char **why)
@@ -547,10 +547,12 @@ tar_clean(const char *name, char *out, size_t cap, const char **why)
 
 	if (name == NULL || name[0] == '\0') {
 		*why = "an empty name";
+		errno = EINVAL;
 		return -1;
 	}
 	if (name[0] == '/') {
 		*why = "an absolute name";
+		errno = EXDEV;
 		return -1;
 	}
 	for (p = name; *p != '\0'; p = *slash ? slash + 1 : slash) {
@@ -561,10 +563,12 @@ tar_clean(const char *name, char *out, size_t cap, const char **why)
 			continue;
 		if (len == 2 && p[0] == '.' && p[1] == '.') {
 			*why = "'..' in the name";
+			errno = EXDEV;
 			return -1;
 		}
 		if (o + len + 2 > cap) {
 			*why = "a name too long";
+			errno = ENAMETOOLONG;
 			return -1;
 		}
 		if (o > 0)
@@ -608,6 +612,7 @@ tar_in_parent(struct tar_in *in, const char *rel, char *base,
 
 	if (tar_split(rel, parent, base) == -1) {
 		*why = "a name too long";
+		errno = ENAMETOOLONG;
 		return -1;
 	}
 	if (strcmp(parent, ".") == 0)
@@ -804,10 +809,8 @@ tar_in_entry(struct tar_in *in, struct archive_entry *e, const char **why)
 	int		 dfd, rc, saved;
 
 	if ((rc = tar_clean(archive_entry_pathname(e), rel, sizeof(rel),
-	    why)) != 0) {
-		errno = EXDEV;
+	    why)) != 0)
 		return rc == 1 ? 0 : -1;	/* the root itself: kept */
-	}
 	if (hl == NULL && type != AE_IFREG && type != AE_IFDIR &&
 	    type != AE_IFLNK) {
 		*why = "a device node, FIFO or socket";

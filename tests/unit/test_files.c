@@ -1133,6 +1133,8 @@ files_suite(void)
 
 	tc = tcase_create("ops");
 	tcase_add_checked_fixture(tc, setup, teardown);
+	/* list_bounded makes FILES_LIST_MAX files: slow under sanitizers. */
+	tcase_set_timeout(tc, 20);
 	tcase_add_test(tc, mkdir_delete_move);
 	tcase_add_test(tc, mkdir_delete_move_without_openat2);
 	tcase_add_test(tc, move_across_file_systems);
