@@ -6,9 +6,12 @@ OPT	?= -O2 -g
 CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -Ilib \
 	   -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith
-# libev, http-parser and nettle link statically (fewer pages mapped at
-# start, smaller idle RSS); Debian ships cJSON as a shared library only.
-LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -lnettle -Wl,-Bdynamic -lcjson -lm
+# libev, http-parser, nettle and libarchive (with zlib, for gzip) link
+# statically (fewer pages mapped at start, smaller idle RSS; libarchive's
+# shared library would map libxml2, ICU and libstdc++ into PID 1 and the
+# image: only the tar objects lib/tar.c calls are linked, see there);
+# Debian ships cJSON as a shared library only.
+LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -larchive -lz -lnettle -Wl,-Bdynamic -lcjson -lm
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 LIB_SRC   := $(wildcard lib/*.c)
@@ -82,7 +85,7 @@ FUZZ_SECONDS	?= 30
 FUZZ_TARGETS	:= codec http json
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -Ilib
-FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lcjson -lm
+FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lcjson -larchive -lm
 FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o)
 
 .PHONY: fuzz

@@ -17,9 +17,15 @@
 #include <unistd.h>
 
 #include "fsutil.h"
+#include "tunables.h"
+
+struct fsutil_walk;
 
 static char	*fsutil_split(char *);
-static int	 fsutil_open_walk(int, const char *, int, mode_t);
+static void	 fsutil_walk_pop(struct fsutil_walk *, int);
+static int	 fsutil_walk_link(struct fsutil_walk *, int, const char *);
+static int	 fsutil_walk_step(struct fsutil_walk *, int, mode_t, int *);
+static int	 fsutil_open_walk(int, const char *, int, mode_t, uint64_t);
 
 int
 fsutil_write_all(int fd, const void *d, size_t n)
@@ -40,49 +46,172 @@ fsutil_write_all(int fd, const void *d, size_t n)
 }
 
 /*
- * The walk fsutil_open falls back to: each directory on the way opened
- * with O_NOFOLLOW, the last component with the caller's flags.
+ * The lookup openat2 does, one component at a time, for kernels (and
+ * seccomp filters) without it.  Each directory on the way is held open
+ * (O_PATH, O_NOFOLLOW), so ".." goes back to the directory that was
+ * really passed through, never up a path a rename has since changed.  A
+ * link is read from the fd that found it and its text resolved by the
+ * same rules: under RESOLVE_BENEATH an absolute one, or ".." above
+ * dirfd, is EXDEV; under RESOLVE_IN_ROOT both stop at dirfd.  Magic
+ * links (/proc/self/fd/N) are only ever read as text, so they are as
+ * harmless as RESOLVE_NO_MAGICLINKS makes them.
+ */
+struct fsutil_walk {
+	int		 fds[FILES_WALK_DEPTH];	/* fds[0] is dirfd, not ours */
+	int		 depth;
+	int		 links;
+	uint64_t	 resolve;
+	char		 path[PATH_MAX];	/* what is left to look up */
+};
+
+static void
+fsutil_walk_pop(struct fsutil_walk *w, int to)
+{
+	int	saved = errno;
+
+	while (w->depth > to)
+		close(w->fds[w->depth--]);
+	errno = saved;
+}
+
+/*
+ * A link met at comp, rest still to come: its text goes in front of
+ * rest.  0, or -1 and errno (ELOOP, EXDEV, ENAMETOOLONG).
  */
 static int
-fsutil_open_walk(int dirfd, const char *path, int flags, mode_t mode)
+fsutil_walk_link(struct fsutil_walk *w, int lfd, const char *rest)
 {
-	struct stat	 st;
-	char		 buf[PATH_MAX], *comp, *rest;
-	int		 fd = dirfd, next, saved;
+	char	 target[PATH_MAX], next[PATH_MAX], *t = target;
+	ssize_t	 n;
 
-	if (path[0] == '/') {
-		errno = EXDEV;
+	if ((w->resolve & RESOLVE_NO_SYMLINKS) || ++w->links > FILES_MAX_LINKS) {
+		errno = ELOOP;
 		return -1;
 	}
-	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+	if ((n = readlinkat(lfd, "", target, sizeof(target) - 1)) == -1)
+		return -1;
+	target[n] = '\0';
+	if (target[0] == '/') {
+		if (!(w->resolve & RESOLVE_IN_ROOT)) {
+			errno = EXDEV;
+			return -1;
+		}
+		fsutil_walk_pop(w, 0);
+		while (*t == '/')
+			t++;
+	}
+	/* rest lies in w->path: built aside, then copied. */
+	if (snprintf(next, sizeof(next), "%s%s%s", *t ? t : ".",
+	    rest != NULL ? "/" : "", rest != NULL ? rest : "") >=
+	    (int)sizeof(next)) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	for (comp = buf; ; comp = rest) {
-		rest = fsutil_split(comp);
-		if (strcmp(comp, "..") == 0) {
-			next = -1;
-			errno = EXDEV;
-		} else if (rest != NULL) {
-			next = openat(fd, comp, O_RDONLY | O_DIRECTORY |
-			    O_NOFOLLOW | O_CLOEXEC);
-			/* A link is ENOTDIR here: ELOOP, as openat2 says. */
-			if (next == -1 && errno == ENOTDIR &&
-			    fstatat(fd, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISLNK(st.st_mode))
-				errno = ELOOP;
-		} else
-			next = openat(fd, comp, flags | O_NOFOLLOW | O_CLOEXEC,
-			    mode);
-		if (fd != dirfd) {
-			saved = errno;
-			close(fd);
-			errno = saved;
-		}
-		if (next == -1 || rest == NULL)
-			return next;
-		fd = next;
+	memcpy(w->path, next, strlen(next) + 1);
+	return 0;
+}
+
+/* One step: 1 to go on (w->path holds the rest), else the result. */
+static int
+fsutil_walk_step(struct fsutil_walk *w, int flags, mode_t mode, int *fdp)
+{
+	struct stat	 st;
+	char		 comp[NAME_MAX + 1], *rest;
+	int		 cur = w->fds[w->depth], fd, last, follow;
+
+	rest = fsutil_split(w->path);
+	if (snprintf(comp, sizeof(comp), "%s", w->path) >= (int)sizeof(comp)) {
+		errno = ENAMETOOLONG;
+		return -1;
 	}
+	if (rest != NULL)
+		memmove(w->path, rest, strlen(rest) + 1);
+	last = rest == NULL;
+	rest = last ? NULL : w->path;
+	if (strcmp(comp, "..") == 0) {
+		if (w->depth == 0 && !(w->resolve & RESOLVE_IN_ROOT)) {
+			errno = EXDEV;
+			return -1;
+		}
+		fsutil_walk_pop(w, w->depth > 0 ? w->depth - 1 : 0);
+		strcpy(comp, ".");
+		cur = w->fds[w->depth];
+	}
+	if (strcmp(comp, ".") == 0 && !last)
+		return 1;
+	follow = strcmp(comp, ".") != 0 && (!last || !(flags & O_NOFOLLOW));
+	if (last && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
+		follow = 0;
+	if (follow) {
+		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd == -1 && !(last && errno == ENOENT && (flags & O_CREAT)))
+			return -1;
+		if (fd != -1 && fstat(fd, &st) == -1) {
+			close(fd);
+			return -1;
+		}
+		if (fd != -1 && S_ISLNK(st.st_mode)) {
+			int	rc = fsutil_walk_link(w, fd, rest);
+
+			close(fd);
+			return rc == -1 ? -1 : 1;
+		}
+		if (!last) {
+			if (!S_ISDIR(st.st_mode) ||
+			    w->depth + 1 >= FILES_WALK_DEPTH) {
+				close(fd);
+				errno = S_ISDIR(st.st_mode) ? ENAMETOOLONG : ENOTDIR;
+				return -1;
+			}
+			w->fds[++w->depth] = fd;
+			return 1;
+		}
+		if (fd != -1)
+			close(fd);
+	}
+	*fdp = openat(cur, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+	/* A link swapped in since the look: look again (links counted). */
+	if (*fdp == -1 && errno == ELOOP && follow && !(flags & O_PATH) &&
+	    !(w->resolve & RESOLVE_NO_SYMLINKS) && ++w->links <= FILES_MAX_LINKS) {
+		snprintf(w->path, sizeof(w->path), "%s", comp);
+		return 1;
+	}
+	return *fdp == -1 ? -1 : 0;
+}
+
+static int
+fsutil_open_walk(int dirfd, const char *path, int flags, mode_t mode,
+    uint64_t resolve)
+{
+	struct fsutil_walk	*w;
+	int			 fd = -1, rc;
+
+	if (path[0] == '/' && !(resolve & RESOLVE_IN_ROOT)) {
+		errno = EXDEV;
+		return -1;
+	}
+	if (path[0] == '\0') {
+		errno = ENOENT;
+		return -1;
+	}
+	if ((w = malloc(sizeof(*w))) == NULL)
+		return -1;
+	w->fds[0] = dirfd;
+	w->depth = w->links = 0;
+	w->resolve = resolve;
+	while (*path == '/')
+		path++;
+	if (snprintf(w->path, sizeof(w->path), "%s", *path ? path : ".") >=
+	    (int)sizeof(w->path)) {
+		free(w);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	while ((rc = fsutil_walk_step(w, flags, mode, &fd)) == 1)
+		;
+	fsutil_walk_pop(w, 0);
+	free(w);
+	return rc == -1 ? -1 : fd;
 }
 
 /*
@@ -103,16 +232,18 @@ fsutil_split(char *comp)
 }
 
 int
-fsutil_open(int dirfd, const char *path, int flags, mode_t mode)
+fsutil_resolve(int dirfd, const char *path, int flags, mode_t mode,
+    uint64_t resolve)
 {
 	struct open_how	how;
-	struct stat	st;
 	long		fd;
 
 	memset(&how, 0, sizeof(how));
-	how.flags = (uint64_t)(flags | O_NOFOLLOW | O_CLOEXEC);
-	how.mode = (flags & O_CREAT) ? mode : 0;	/* else EINVAL */
-	how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH;
+	how.flags = (uint64_t)(flags | O_CLOEXEC);
+	/* openat2 refuses a mode without O_CREAT or O_TMPFILE. */
+	if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE)
+		how.mode = mode;
+	how.resolve = resolve;
 	do
 		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
 	while (fd == -1 && errno == EINTR);
@@ -124,17 +255,34 @@ fsutil_open(int dirfd, const char *path, int flags, mode_t mode)
 	 * as strict, and gives the same errno for a real EPERM.
 	 */
 	if (errno == ENOSYS || errno == EPERM || errno == EAGAIN)
-		fd = fsutil_open_walk(dirfd, path, flags, mode);
+		fd = fsutil_open_walk(dirfd, path, flags, mode, resolve);
+	return (int)fd;
+}
+
+int
+fsutil_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+	struct stat	st;
+	int		fd;
+
+	fd = fsutil_resolve(dirfd, path, flags | O_NOFOLLOW, mode,
+	    RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH);
 	/* O_DIRECTORY meeting a link last says ENOTDIR: it is ELOOP. */
 	if (fd == -1 && errno == ENOTDIR && (flags & O_DIRECTORY) &&
 	    fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISLNK(st.st_mode))
 		errno = ELOOP;
-	return (int)fd;
+	return fd;
 }
 
 int
 fsutil_opendirs(int dirfd, const char *path)
+{
+	return fsutil_opendirs_mode(dirfd, path, 0700);
+}
+
+int
+fsutil_opendirs_mode(int dirfd, const char *path, mode_t mode)
 {
 	char	 buf[PATH_MAX], *comp, *rest;
 	int	 fd = dirfd, next, saved;
@@ -150,7 +298,7 @@ fsutil_opendirs(int dirfd, const char *path)
 	for (comp = buf; ; comp = rest) {
 		rest = fsutil_split(comp);
 		/* EEXIST comes before EROFS or ENOSPC for a name. */
-		if (mkdirat(fd, comp, 0700) == -1 && errno != EEXIST)
+		if (mkdirat(fd, comp, mode) == -1 && errno != EEXIST)
 			next = -1;
 		else
 			next = fsutil_open(fd, comp, O_RDONLY | O_DIRECTORY, 0);

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* All of d to fd (EINTR retried).  0, or -1 and errno. */
@@ -21,8 +22,20 @@ int	fsutil_write_all(int fd, const void *, size_t);
  * O_CLOEXEC is added.  An fd, or -1 and errno.
  */
 int	fsutil_open(int dirfd, const char *path, int flags, mode_t mode);
+/*
+ * openat2(dirfd, path, flags | O_CLOEXEC, mode, resolve), or where
+ * openat2 is missing the same lookup one component at a time, each
+ * directory held open: RESOLVE_BENEATH, RESOLVE_IN_ROOT and
+ * RESOLVE_NO_SYMLINKS are honoured (a link's text is resolved by the
+ * same rules; a magic link is only ever read as text).  An fd, or -1
+ * and errno (EXDEV: out of dirfd; ELOOP: a link refused, or too many).
+ */
+int	fsutil_resolve(int dirfd, const char *path, int flags, mode_t mode,
+	    uint64_t resolve);
 /* mkdir -p of path under dirfd (mode 0700), as fsutil_open: its fd. */
 int	fsutil_opendirs(int dirfd, const char *path);
+/* The same, new directories made with mode (less the umask). */
+int	fsutil_opendirs_mode(int dirfd, const char *path, mode_t mode);
 /*
  * Replace name (one component) in dirfd atomically: a new name.tmp
  * (O_EXCL: a stale one is removed first, a link is never followed),

@@ -84,4 +84,15 @@
 /* run --stdin travels as base64 (4/3) in a JSON body of HTTP_MAX_BODY. */
 #define CLI_RUN_STDIN_MAX	(720 * 1024)
 
+/* Files and tar (lib/files.c, lib/tar.c, the walk in lib/fsutil.c). */
+#define FILES_MAX_LINKS		40		/* links in one lookup, as the kernel */
+#define FILES_WALK_DEPTH	256		/* directories held by the openat2-less walk */
+#define FILES_LIST_MAX		10000		/* entries in one listing */
+#define FILES_LIST_DEPTH_MAX	32		/* ?depth= */
+#define FILES_TMP_TRIES		16		/* names tried for a PUT's temp file */
+#define FILES_PUT_FLUSH		(8 * 1024 * 1024)	/* start writeback every this many bytes */
+#define TAR_BLOCK		(64 * 1024)	/* archive I/O unit in the tar child */
+#define TAR_PIPE_BYTES		(1024 * 1024)	/* asked pipe size to/from the tar child */
+#define TAR_ERR_MAX		512		/* the tar child's report, <= PIPE_BUF */
+
 #endif

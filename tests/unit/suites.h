@@ -9,6 +9,8 @@
 	X(cursor) \
 	X(logstore) \
 	X(fsutil) \
+	X(files) \
+	X(tar) \
 	X(boot) \
 	X(http) \
 	X(proc) \

@@ -5,19 +5,14 @@
  * mkdir -p, read stops at its bound, and nothing under a directory fd
  * goes through a link (with openat2, and with the walk used without it).
  */
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +29,6 @@ static int	tdir = -1;
 static void	setup(void);
 static void	teardown(void);
 static void	fsize_limit(rlim_t);
-static void	no_openat2(void);
 static void	check_links_refused(void);
 
 static void
@@ -64,29 +58,6 @@ fsize_limit(rlim_t n)
 	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &rl), 0);
 	rl.rlim_cur = n == RLIM_INFINITY ? rl.rlim_max : n;
 	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
-}
-
-/*
- * openat2 answers ENOSYS from now on, as on kernels before 5.6 (a
- * seccomp filter of this test's own process: check forks per test).
- */
-static void
-no_openat2(void)
-{
-	struct sock_filter	f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
-		    offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog	prog = { sizeof(f) / sizeof(f[0]), f };
-
-	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
-	ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
-	errno = 0;
-	ck_assert_int_eq(syscall(SYS_openat2, tdir, ".", NULL, 0), -1);
-	ck_assert_int_eq(errno, ENOSYS);
 }
 
 /* ------------------------------------------------------------------ */
@@ -526,7 +497,7 @@ END_TEST
 
 START_TEST(open_refuses_links_without_openat2)
 {
-	no_openat2();
+	tu_no_openat2();
 	check_links_refused();
 }
 END_TEST

@@ -1,11 +1,16 @@
 /*
  * Helpers the unit suites share; see testutil.h.  No suite of its own.
  */
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +152,25 @@ tu_exists(int dirfd, const char *name)
 	struct stat	st;
 
 	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+void
+tu_no_openat2(void)
+{
+	struct sock_filter	f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog	prog = { sizeof(f) / sizeof(f[0]), f };
+
+	ck_assert_int_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	ck_assert_int_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+	errno = 0;
+	ck_assert_int_eq(syscall(SYS_openat2, AT_FDCWD, ".", NULL, 0), -1);
+	ck_assert_int_eq(errno, ENOSYS);
 }
 
 double

@@ -33,6 +33,12 @@ struct cJSON *tu_json(int dirfd, const char *name);
 /* name exists in dirfd (a link is not followed). */
 bool	 tu_exists(int dirfd, const char *name);
 
+/*
+ * openat2 answers ENOSYS from now on, as on kernels before 5.6: a
+ * seccomp filter on the calling process (check forks per test).
+ */
+void	 tu_no_openat2(void);
+
 /* CLOCK_MONOTONIC, in seconds. */
 double	 tu_now(void);
 /* Run loop until done(arg) or secs have passed: done(arg) at the end. */
