@@ -72,4 +72,12 @@
 /* run --stdin travels as base64 (4/3) in a JSON body of HTTP_MAX_BODY. */
 #define CLI_RUN_STDIN_MAX	(720 * 1024)
 
+/* The HTTP server's own (lib/http.c). */
+#define HTTP_READ_CHUNK		(64 * 1024)	/* one read of a request */
+#define HTTP_TICK		5.0		/* s, longest connection timer period */
+#define HTTP_KEEP_BUF		(256 * 1024)	/* drained buffers above are freed */
+#define HTTP_ACCEPT_BACKOFF	0.1		/* s, no accept after EMFILE */
+#define HTTP_ERROR_MSG_MAX	512		/* of an error message, NUL included */
+#define HTTP_QUERY_U64_MAX	24		/* of a number in a query, NUL included */
+
 #endif
