@@ -927,51 +927,49 @@ START_TEST(route_method_not_allowed)
 }
 END_TEST
 
+#define PUT0(path)	"PUT " path " HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+#define GET(path)	"GET " path " HTTP/1.1\r\n\r\n"
+
+/* Send req; want is the reply's body, or "!code" for a JSON error. */
+static void
+exchange(struct client *c, const char *req, int status, const char *want)
+{
+	struct resp	r;
+
+	cl_sendf(c, "%s", req);
+	ck_assert_msg(cl_reply(c, &r), "%s: no reply", req);
+	if (want[0] == '!')
+		assert_error(&r, status, want + 1);
+	else {
+		ck_assert_msg(r.status == status, "%s: %d", req, r.status);
+		ck_assert_str_eq(body_str(&r), want);
+	}
+	resp_free(&r);
+}
+
 START_TEST(route_namespace)
 {
 	struct client	*c = cl_open(sock_path);
-	struct resp	 r;
 
 	/* The server alone knows no namespace, the bridge's included. */
-	get(c, "/v1/sandbox/sb-1/processes/abc", &r);
-	assert_error(&r, 404, "not_found");
-	resp_free(&r);
+	exchange(c, GET("/v1/sandbox/sb-1/processes/abc"), 404, "!not_found");
 
 	/* The namespace's own route wins; the rest are the server's. */
 	http_server_map(srv, ns_map);
-	get(c, "/ns/hello", &r);
-	ck_assert_int_eq(r.status, 200);
-	ck_assert_str_eq(body_str(&r), "ns:/hello");
-	resp_free(&r);
-	get(c, "/ns/v1/processes/abc?x=1", &r);
-	ck_assert_int_eq(r.status, 200);
-	ck_assert_str_eq(body_str(&r), "/v1/processes/abc|abc");
-	resp_free(&r);
-	cl_sendf(c, "PUT /ns/v1/only-ns HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
-	ck_assert(cl_reply(c, &r));
-	ck_assert_str_eq(body_str(&r), "ns:/v1/only-ns");
-	resp_free(&r);
+	exchange(c, GET("/ns/hello"), 200, "ns:/hello");
+	exchange(c, GET("/ns/v1/processes/abc?x=1"), 200,
+	    "/v1/processes/abc|abc");
+	exchange(c, PUT0("/ns/v1/only-ns"), 200, "ns:/v1/only-ns");
 
 	/* Outside it, only the server's routes. */
-	get(c, "/hello?n=plain", &r);
-	ck_assert_str_eq(body_str(&r), "hello plain");
-	resp_free(&r);
-	cl_sendf(c, "PUT /v1/only-ns HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
-	ck_assert(cl_reply(c, &r));
-	assert_error(&r, 404, "not_found");
-	resp_free(&r);
+	exchange(c, GET("/hello?n=plain"), 200, "hello plain");
+	exchange(c, PUT0("/v1/only-ns"), 404, "!not_found");
 
 	/* A path one of the tables has for another method is a 405. */
-	cl_sendf(c, "POST /ns/hello HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
-	ck_assert(cl_reply(c, &r));
-	assert_error(&r, 405, "method_not_allowed");
-	resp_free(&r);
-	get(c, "/ns/v1/only-ns", &r);
-	assert_error(&r, 405, "method_not_allowed");
-	resp_free(&r);
-	get(c, "/ns/v1/processes/abc/kill", &r);
-	assert_error(&r, 405, "method_not_allowed");
-	resp_free(&r);
+	exchange(c, PUT0("/ns/hello"), 405, "!method_not_allowed");
+	exchange(c, GET("/ns/v1/only-ns"), 405, "!method_not_allowed");
+	exchange(c, GET("/ns/v1/processes/abc/kill"), 405,
+	    "!method_not_allowed");
 	ck_assert_str_eq(order, "hello:plain;");
 }
 END_TEST
