@@ -1111,16 +1111,22 @@ other_none(void *arg)
 	return http_server_nconns(other) == 0;
 }
 
+/* A second server with room for two, at path. */
+static void
+limited_server(char *path, size_t n)
+{
+	snprintf(path, n, "%s/limited", dir_path);
+	other = http_server_new(loop, path, routes, NULL, 2);
+	ck_assert_ptr_nonnull(other);
+}
+
 START_TEST(connection_limit)
 {
 	struct client	*c1, *c2, *c3, *c4;
 	struct resp	 r;
 	char		 path[160];
 
-	/* A second server with room for two. */
-	snprintf(path, sizeof(path), "%s/limited", dir_path);
-	other = http_server_new(loop, path, routes, NULL, 2);
-	ck_assert_ptr_nonnull(other);
+	limited_server(path, sizeof(path));
 	c1 = cl_open(path);
 	c2 = cl_open(path);
 	ck_assert(tu_run_until(loop, other_two, NULL, WAIT_S));
@@ -2031,9 +2037,7 @@ START_TEST(upgrade_keeps_its_slot)
 	struct resp	 r;
 	char		 path[160];
 
-	snprintf(path, sizeof(path), "%s/limited", dir_path);
-	other = http_server_new(loop, path, routes, NULL, 2);
-	ck_assert_ptr_nonnull(other);
+	limited_server(path, sizeof(path));
 	c1 = cl_open(path);
 	cl_sendf(c1, UPGRADE_REQ);
 	ck_assert(tu_run_until(loop, up_taken, NULL, WAIT_S));
