@@ -1120,9 +1120,23 @@ limited_server(char *path, size_t n)
 	ck_assert_ptr_nonnull(other);
 }
 
+/* A client over the limit gets one 503 and the close. */
+static void
+assert_refused(const char *path)
+{
+	struct client	*c = cl_open(path);
+
+	ck_assert(cl_wait_eof(c));
+	ck_assert_int_eq(buf_add(&c->in, "", 1), 0);
+	ck_assert_msg(strncmp(c->in.data, "HTTP/1.1 503 ", 13) == 0, "%s",
+	    c->in.data);
+	ck_assert_ptr_nonnull(strstr(c->in.data, "\r\nConnection: close\r\n"));
+	ck_assert_ptr_nonnull(strstr(c->in.data, "\"code\":\"busy\""));
+}
+
 START_TEST(connection_limit)
 {
-	struct client	*c1, *c2, *c3, *c4;
+	struct client	*c1, *c2, *c4;
 	struct resp	 r;
 	char		 path[160];
 
@@ -1130,13 +1144,7 @@ START_TEST(connection_limit)
 	c1 = cl_open(path);
 	c2 = cl_open(path);
 	ck_assert(tu_run_until(loop, other_two, NULL, WAIT_S));
-	c3 = cl_open(path);
-	ck_assert(cl_wait_eof(c3));
-	ck_assert_int_eq(buf_add(&c3->in, "", 1), 0);
-	ck_assert_msg(strncmp(c3->in.data, "HTTP/1.1 503 ", 13) == 0, "%s",
-	    c3->in.data);
-	ck_assert_ptr_nonnull(strstr(c3->in.data, "\r\nConnection: close\r\n"));
-	ck_assert_ptr_nonnull(strstr(c3->in.data, "\"code\":\"busy\""));
+	assert_refused(path);
 	ck_assert_int_eq(http_server_nconns(other), 2);
 
 	/* The two admitted are served. */
@@ -2033,7 +2041,7 @@ END_TEST
 
 START_TEST(upgrade_keeps_its_slot)
 {
-	struct client	*c1, *c2, *c3, *c4;
+	struct client	*c1, *c2, *c4;
 	struct resp	 r;
 	char		 path[160];
 
@@ -2049,11 +2057,8 @@ START_TEST(upgrade_keeps_its_slot)
 	ck_assert_int_eq(http_server_nconns(other), 2);
 
 	/* The upgraded socket and one connection fill the two slots. */
-	c3 = cl_open(path);
-	ck_assert(cl_wait_eof(c3));
-	ck_assert_int_eq(buf_add(&c3->in, "", 1), 0);
-	ck_assert_msg(strstr(c3->in.data, "\"code\":\"busy\"") != NULL, "%s",
-	    c3->in.data);
+	assert_refused(path);
+	ck_assert_int_eq(http_server_nconns(other), 2);
 
 	/* Given back by its owner, the slot is taken again. */
 	close(up.fd);
