@@ -272,15 +272,13 @@ agent_main(int argc, char **argv)
 	}
 	ev_timer_init(&grace_timer, agent_grace_cb, opt.grace, 0.);
 
-	if (http_listen(&api.srv, loop, opt.socket, api_routes, &api,
-	    opt.max_conns) == -1) {
+	if (api_listen(&api, loop, opt.socket, opt.max_conns) == -1) {
 		if (errno == EADDRINUSE)
 			fatalx("event=socket_busy socket=%s msg=\"another agent "
 			    "answers on this socket\"", opt.socket);
 		fatal("event=listen_failed socket=%s", opt.socket);
 	}
-	api.srv.stuck_timeout = opt.stuck;
-	api.srv.head_timeout = opt.head;
+	http_server_timeouts(api.srv, opt.stuck, opt.head, HTTP_PAUSE_TIMEOUT);
 
 	if (opt.wrapped != NULL)
 		main_pid = agent_spawn_main(opt.wrapped);
@@ -389,8 +387,8 @@ agent_shutdown(void)
 		return;
 	shutting_down = true;
 	tab.on_settle = agent_settled;
-	http_stop_accepting(&api.srv);
-	http_close_all(&api.srv);
+	http_stop_accepting(api.srv);
+	http_close_all(api.srv);
 	proctab_signal_all(&tab, SIGTERM);
 	ev_timer_start(loop, &grace_timer);
 	agent_maybe_done();

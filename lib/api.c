@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "api_bridge.h"
 #include "boot.h"
 #include "codec.h"
 #include "fsutil.h"
@@ -56,10 +57,21 @@ const struct http_route api_routes[] = {
 	{ NULL, NULL, NULL, NULL }
 };
 
+int
+api_listen(struct api *a, struct ev_loop *loop, const char *path,
+    int maxconns)
+{
+	if ((a->srv = http_server_new(loop, path, api_routes, a,
+	    maxconns)) == NULL)
+		return -1;
+	http_server_map(a->srv, api_bridge_map);
+	return 0;
+}
+
 struct api *
 api_of(struct http_conn *c)
 {
-	return c->srv->ctx;
+	return http_conn_ctx(c);
 }
 
 /* ------------------------------------------------------------------ */

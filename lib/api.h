@@ -11,12 +11,19 @@
 
 struct api {
 	struct proctab		*tab;
-	struct http_server	 srv;
+	struct http_server	*srv;
 	int64_t			 started_mono;	/* ms */
 	uint64_t		 followers;	/* active log streams */
 };
 
 extern const struct http_route api_routes[];
+
+/*
+ * The agent's server on path: api_routes, with the bridge's namespace
+ * mapped before them.  -1 with errno set.
+ */
+int	api_listen(struct api *, struct ev_loop *, const char *path,
+	    int maxconns);
 
 /* Helpers shared by the route modules. */
 struct api	*api_of(struct http_conn *);

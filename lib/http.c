@@ -1,6 +1,12 @@
 /*
  * http.c: the HTTP/1.1 server on the agent's unix socket.
  *
+ * Owns the listening socket and the connection limit, every client
+ * connection (its buffers, watchers and timeouts), request parsing and
+ * routing, the framing of responses (complete, chunked, SSE) and the
+ * hand-over of a socket to another protocol.  It knows HTTP, not the API:
+ * a namespace such as the bridge's is the caller's hook (http_server_map).
+ *
  * One struct http_conn per client.  Input is parsed with http_parser; when
  * a message is complete the parser is paused, so pipelined requests wait
  * in the input buffer until the current response is complete.  Output is
@@ -23,16 +29,87 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include <http_parser.h>
+
 #include "codec.h"
 #include "http.h"
 #include "log.h"
 #include "util.h"
 
+struct http_server {
+	ev_io			 io;
+	ev_timer		 backoff;	/* after EMFILE on accept */
+	ev_idle			 kick;		/* no blocking before deferred work */
+	struct ev_loop		*loop;
+	int			 fd;
+	int			 nconns;	/* in conns */
+	int			 nupgraded;	/* handed over, not released */
+	int			 maxconns;	/* bounds the two together */
+	double			 stuck_timeout;	/* s: drop a reader after it */
+	double			 head_timeout;	/* s: 408 a head not done by then */
+	double			 pause_timeout;	/* s: 503 a body paused this long */
+	const struct http_route	*routes;
+	http_map_fn		 map;		/* a namespace, before routes */
+	void			*ctx;		/* for handlers */
+	struct http_conn	*conns;		/* list of open connections */
+};
 
-#define HTTP_READ_CHUNK		(64 * 1024)
-#define HTTP_TICK		5.0
-#define HTTP_KEEP_BUF		(256 * 1024)	/* drained buffers above are freed */
+/* What the parser gathers of the request in progress. */
+struct http_parse {
+	struct buf		 url;
+	struct buf		 hdrs;		/* name\0value\0 ... */
+	struct buf		 pbuf;		/* captured params */
+	int			 nhdr;
+	int			 last_value;
+	size_t			 head_bytes;
+	bool			 too_large;
+	bool			 bad_version;
+	bool			 head_done;	/* later headers are trailers */
+	bool			 keepalive;
+};
 
+struct http_conn {
+	ev_io			 rio;
+	ev_io			 wio;
+	ev_timer		 timer;
+	ev_prepare		 closer;	/* frees the connection, later */
+	ev_prepare		 resume;	/* pipelined input, later */
+	struct http_server	*srv;
+	struct http_conn	*next, *prev;
+	int			 fd;		/* -1 once handed over */
+	http_parser		 parser;
+	struct buf		 in;
+	struct buf		 out;
+	struct http_req		 req;
+	struct http_parse	 ps;
+	ev_tstamp		 last_io;	/* any I/O: the idle timeout */
+	ev_tstamp		 last_out;	/* output moved: the stuck one */
+	ev_tstamp		 head_at;	/* the current head began */
+	ev_tstamp		 paused_at;	/* reading was paused */
+	enum {
+		HC_READ,	/* parsing a request */
+		HC_BUSY,	/* handler owns the response */
+		HC_STREAM,	/* a streamed response is being written */
+		HC_UPGRADE,	/* a 101 is being written; the owner takes over */
+		HC_CLOSING	/* write what is left, then close */
+	}			 state;
+	bool			 listed;	/* in srv->conns, counted */
+	bool			 close_after;	/* no keep-alive */
+	bool			 chunked_out;	/* stream uses chunked framing */
+	bool			 read_paused;
+	bool			 in_head;	/* a head is begun, not complete */
+	bool			 peer_eof;	/* the client sends no more */
+	bool			 req_head;	/* current request is HEAD */
+	bool			 req_http10;	/* current request is HTTP/1.0 */
+	bool			 processing;	/* inside http_conn_process */
+	bool			 dead;
+	/* See http_conn_own. */
+	void			*owner;
+	void			(*on_drain)(struct http_conn *, void *);
+	void			(*on_close)(struct http_conn *, void *);
+};
+
+static int	http_bind(const char *);
 static void	http_accept_cb(struct ev_loop *, ev_io *, int);
 static void	http_backoff_cb(struct ev_loop *, ev_timer *, int);
 static void	http_kick(struct http_server *);
@@ -49,7 +126,8 @@ static bool	http_conn_out_full(struct http_conn *);
 static bool	http_conn_hung_up(struct http_conn *);
 static void	http_conn_paused_tick(struct http_conn *, ev_tstamp);
 static void	http_fail_request(struct http_conn *);
-static void	http_conn_close(struct http_conn *);
+static void	http_conn_unlink(struct http_conn *);
+static void	http_conn_close(struct ev_loop *, struct http_conn *);
 static void	http_conn_watch(struct http_conn *);
 static void	http_conn_eof(struct http_conn *);
 static void	http_conn_disown(struct http_conn *);
@@ -57,11 +135,16 @@ static int	http_conn_flush(struct http_conn *);
 static void	http_conn_process(struct http_conn *);
 static void	http_dispatch(struct http_conn *);
 static void	http_finish(struct http_conn *);
-static void	http_req_reset(struct http_req *);
+static void	http_req_reset(struct http_conn *);
+static int	http_req_route(struct http_conn *);
+static const struct http_route *http_route_in(struct http_conn *,
+		    const struct http_route *, const char *,
+		    const struct http_route **);
+static int	http_route_match(const char *, const char *, struct http_conn *);
+static int	http_head_checks(struct http_conn *, http_parser *);
 static int	http_head(struct http_conn *, int, const char *, const char *,
 		    long long, const char *);
 static void	http_bad_request(struct http_conn *);
-static int	http_route_match(const char *, const char *, struct http_req *);
 
 static int	on_message_begin(http_parser *);
 static int	on_url(http_parser *, const char *, size_t);
@@ -95,10 +178,10 @@ static const char busy_reply[] =
 /*
  * Bind the unix socket.  A socket file left by a dead agent is removed;
  * one that answers belongs to a live agent and is left alone (EADDRINUSE).
+ * The modes are the protocol's: only the socket's owner may connect.
  */
-int
-http_listen(struct http_server *srv, struct ev_loop *loop, const char *path,
-    const struct http_route *routes, void *ctx, int maxconns)
+static int
+http_bind(const char *path)
 {
 	struct sockaddr_un	 sun;
 	struct stat		 st;
@@ -149,8 +232,24 @@ http_listen(struct http_server *srv, struct ev_loop *loop, const char *path,
 		errno = saved;
 		return -1;
 	}
+	return fd;
+}
 
-	memset(srv, 0, sizeof(*srv));
+struct http_server *
+http_server_new(struct ev_loop *loop, const char *path,
+    const struct http_route *routes, void *ctx, int maxconns)
+{
+	struct http_server	*srv;
+	int			 fd, saved;
+
+	if ((fd = http_bind(path)) == -1)
+		return NULL;
+	if ((srv = calloc(1, sizeof(*srv))) == NULL) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return NULL;
+	}
 	srv->loop = loop;
 	srv->fd = fd;
 	srv->routes = routes;
@@ -161,9 +260,58 @@ http_listen(struct http_server *srv, struct ev_loop *loop, const char *path,
 	srv->pause_timeout = HTTP_PAUSE_TIMEOUT;
 	ev_io_init(&srv->io, http_accept_cb, fd, EV_READ);
 	ev_io_start(loop, &srv->io);
-	ev_timer_init(&srv->backoff, http_backoff_cb, 0.1, 0.);
+	ev_timer_init(&srv->backoff, http_backoff_cb, HTTP_ACCEPT_BACKOFF, 0.);
 	ev_idle_init(&srv->kick, http_kick_cb);
-	return 0;
+	return srv;
+}
+
+/*
+ * Connections still open are closed at once (their owners told), dead
+ * ones not yet freed with them.  A connection already handed over needs
+ * nothing of the server any more.
+ */
+void
+http_server_free(struct http_server *srv)
+{
+	struct http_conn	*c;
+
+	if (srv == NULL)
+		return;
+	http_stop_accepting(srv);
+	while ((c = srv->conns) != NULL) {
+		c->dead = true;
+		http_conn_close(srv->loop, c);
+	}
+	free(srv);
+}
+
+void
+http_server_map(struct http_server *srv, http_map_fn fn)
+{
+	srv->map = fn;
+}
+
+/* Connections opened later use them (see http_conn_tick). */
+void
+http_server_timeouts(struct http_server *srv, double stuck, double head,
+    double pause)
+{
+	srv->stuck_timeout = stuck;
+	srv->head_timeout = head;
+	srv->pause_timeout = pause;
+}
+
+int
+http_server_nconns(const struct http_server *srv)
+{
+	return srv->nconns + srv->nupgraded;
+}
+
+void
+http_server_release(struct http_server *srv)
+{
+	if (srv->nupgraded > 0)
+		srv->nupgraded--;
 }
 
 void
@@ -203,12 +351,13 @@ http_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 				/* Level-triggered: pause or we would spin. */
 				log_warn("event=accept_failed");
 				ev_io_stop(loop, &srv->io);
-				ev_timer_set(&srv->backoff, 0.1, 0.);
+				ev_timer_set(&srv->backoff, HTTP_ACCEPT_BACKOFF,
+				    0.);
 				ev_timer_start(loop, &srv->backoff);
 			}
 			return;
 		}
-		if (srv->nconns >= srv->maxconns) {
+		if (http_server_nconns(srv) >= srv->maxconns) {
 			http_refuse(fd);
 			continue;
 		}
@@ -240,7 +389,8 @@ http_kick_cb(struct ev_loop *loop, ev_idle *w, int revents)
 static void
 http_refuse(int fd)
 {
-	char	reply[256];
+	/* The reply's two parts and the digits of the body's length. */
+	char	reply[sizeof(busy_reply) + sizeof(BUSY_BODY) + 20];
 	int	n;
 
 	n = snprintf(reply, sizeof(reply), busy_reply, strlen(BUSY_BODY),
@@ -292,6 +442,31 @@ http_conn_new(struct http_server *srv, int fd)
 		srv->conns->prev = c;
 	srv->conns = c;
 	srv->nconns++;
+	c->listed = true;
+}
+
+void *
+http_conn_ctx(struct http_conn *c)
+{
+	return c->srv->ctx;
+}
+
+struct http_server *
+http_conn_server(struct http_conn *c)
+{
+	return c->srv;
+}
+
+bool
+http_conn_dead(struct http_conn *c)
+{
+	return c->dead;
+}
+
+bool
+http_conn_replied(struct http_conn *c)
+{
+	return c->dead || c->state != HC_BUSY;
 }
 
 /*
@@ -323,7 +498,11 @@ http_conn_out_full(struct http_conn *c)
 	return buf_avail(&c->out) > HTTP_OUT_READ_MAX;
 }
 
-/* Start or stop the read watcher for the connection's current needs. */
+/*
+ * Start or stop the read watcher for the connection's current needs.
+ * Once an upgrade is answered nothing more is read: what the client
+ * sends is the new protocol's, and stays in the socket for its owner.
+ */
 static void
 http_conn_watch(struct http_conn *c)
 {
@@ -331,7 +510,8 @@ http_conn_watch(struct http_conn *c)
 	bool		 want;
 
 	want = !c->dead && !c->read_paused && !c->peer_eof &&
-	    c->state != HC_CLOSING && !http_conn_out_full(c) &&
+	    c->state != HC_CLOSING && c->state != HC_UPGRADE &&
+	    !http_conn_out_full(c) &&
 	    buf_avail(&c->in) < HTTP_MAX_HEAD + HTTP_READ_CHUNK;
 	if (want && !ev_is_active(&c->rio))
 		ev_io_start(loop, &c->rio);
@@ -368,16 +548,18 @@ http_closer_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 	struct http_conn	*c = container_of(w, struct http_conn, closer);
 
 	(void)revents;
-	ev_prepare_stop(loop, w);
-	http_conn_close(c);
+	http_conn_close(loop, c);
 }
 
+/* Leave the server's list; the slot is free unless it was handed over. */
 static void
-http_conn_close(struct http_conn *c)
+http_conn_unlink(struct http_conn *c)
 {
 	struct http_server	*srv = c->srv;
 
-	http_conn_disown(c);
+	if (!c->listed)
+		return;
+	c->listed = false;
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -385,12 +567,29 @@ http_conn_close(struct http_conn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	srv->nconns--;
-	close(c->fd);
-	http_req_reset(&c->req);
-	buf_free(&c->req.url);
-	buf_free(&c->req.hdrs);
+}
+
+/*
+ * Free a dead connection.  One handed over is no longer listed and has
+ * no fd, so that this touches nothing of the server, which may be gone.
+ */
+static void
+http_conn_close(struct ev_loop *loop, struct http_conn *c)
+{
+	http_conn_disown(c);
+	http_conn_unlink(c);
+	ev_io_stop(loop, &c->rio);
+	ev_io_stop(loop, &c->wio);
+	ev_timer_stop(loop, &c->timer);
+	ev_prepare_stop(loop, &c->resume);
+	ev_prepare_stop(loop, &c->closer);
+	if (c->fd != -1)
+		close(c->fd);
+	http_req_reset(c);
+	buf_free(&c->ps.url);
+	buf_free(&c->ps.hdrs);
 	buf_free(&c->req.body);
-	buf_free(&c->req.pbuf);
+	buf_free(&c->ps.pbuf);
 	buf_free(&c->in);
 	buf_free(&c->out);
 	free(c);
@@ -479,8 +678,8 @@ http_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		}
 		http_conn_watch(c);
 	}
-	if (buf_avail(&c->out) == 0 && c->state == HC_STREAM &&
-	    c->on_drain != NULL)
+	if (buf_avail(&c->out) == 0 && c->on_drain != NULL &&
+	    (c->state == HC_STREAM || c->state == HC_UPGRADE))
 		c->on_drain(c, c->owner);
 }
 
@@ -629,13 +828,76 @@ http_conn_resume_read(struct http_conn *c)
 }
 
 /* ------------------------------------------------------------------ */
+/* Switching protocols */
+
+/*
+ * The head is queued after whatever earlier replies are still unsent, so
+ * that a full socket delays it but loses nothing; the new owner takes the
+ * socket only once all of it is out (on_drain).
+ */
+int
+http_reply_upgrade(struct http_conn *c, const char *protocol,
+    const char *extra)
+{
+	if (c->dead || c->state != HC_BUSY) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (buf_printf(&c->out, "HTTP/1.1 101 %s\r\nUpgrade: %s\r\n"
+	    "Connection: Upgrade\r\n%s\r\n", http_status_text(101), protocol,
+	    extra != NULL ? extra : "") == -1) {
+		http_conn_abort(c);
+		return -1;
+	}
+	c->state = HC_UPGRADE;
+	http_conn_watch(c);
+	if (http_conn_flush(c) == -1)
+		return -1;
+	return buf_avail(&c->out) > 0;
+}
+
+/*
+ * The slot moves from the list's count to the upgraded one; the struct
+ * is freed from the loop like any dead connection, without closing the
+ * fd, which is no longer ours.
+ */
+int
+http_conn_upgrade(struct http_conn *c, int *fd, struct buf *already_read)
+{
+	if (c->dead || (c->state != HC_BUSY && c->state != HC_UPGRADE)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (buf_avail(&c->out) > 0) {
+		errno = EBUSY;
+		return -1;
+	}
+	if (buf_avail(&c->in) > 0 && buf_add(already_read, buf_head(&c->in),
+	    buf_avail(&c->in)) == -1)
+		return -1;
+	buf_reset(&c->in);
+	*fd = c->fd;
+	c->fd = -1;
+	http_conn_unlink(c);
+	c->srv->nupgraded++;
+	c->owner = NULL;
+	c->on_drain = NULL;
+	c->on_close = NULL;
+	http_conn_abort(c);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
 /* Parsing */
 
 static void
-http_req_reset(struct http_req *r)
+http_req_reset(struct http_conn *c)
 {
-	buf_reset(&r->url);
-	buf_reset(&r->hdrs);
+	struct http_req		*r = &c->req;
+	struct http_parse	*ps = &c->ps;
+
+	buf_reset(&ps->url);
+	buf_reset(&ps->hdrs);
 	if (r->body.cap > HTTP_KEEP_BUF)
 		buf_free(&r->body);	/* a 1 MiB body is not kept */
 	buf_reset(&r->body);
@@ -643,15 +905,15 @@ http_req_reset(struct http_req *r)
 	r->path = r->query = NULL;
 	r->nparam = 0;
 	r->route = NULL;
-	r->nhdr = 0;
-	r->last_value = 0;
-	r->head_bytes = 0;
-	r->too_large = false;
 	r->body_error = 0;
 	r->streamed = 0;
-	r->bad_version = false;
-	r->head_done = false;
-	r->keepalive = false;
+	ps->nhdr = 0;
+	ps->last_value = 0;
+	ps->head_bytes = 0;
+	ps->too_large = false;
+	ps->bad_version = false;
+	ps->head_done = false;
+	ps->keepalive = false;
 }
 
 /*
@@ -672,7 +934,7 @@ http_conn_process(struct http_conn *c)
 		    buf_head(&c->in), buf_avail(&c->in));
 		buf_consume(&c->in, n);
 		err = HTTP_PARSER_ERRNO(&c->parser);
-		if (c->req.too_large) {
+		if (c->ps.too_large) {
 			http_fail_request(c);
 			http_reply_error(c, 413, "too_large",
 			    "request head or body too large");
@@ -711,7 +973,7 @@ http_bad_request(struct http_conn *c)
 	enum http_errno	err = HTTP_PARSER_ERRNO(&c->parser);
 
 	http_fail_request(c);
-	if (c->req.bad_version)
+	if (c->ps.bad_version)
 		http_reply_error(c, 400, "invalid_request",
 		    "unsupported HTTP version: only HTTP/1.0 and 1.1");
 	else if (err == HPE_HEADER_OVERFLOW)
@@ -726,7 +988,7 @@ on_message_begin(http_parser *p)
 {
 	struct http_conn	*c = p->data;
 
-	http_req_reset(&c->req);
+	http_req_reset(c);
 	c->in_head = true;
 	c->head_at = ev_now(c->srv->loop);
 	c->req_head = false;
@@ -734,11 +996,11 @@ on_message_begin(http_parser *p)
 }
 
 static int
-http_head_bytes(struct http_req *r, size_t len)
+http_head_bytes(struct http_parse *ps, size_t len)
 {
-	r->head_bytes += len;
-	if (r->head_bytes > HTTP_MAX_HEAD) {
-		r->too_large = true;
+	ps->head_bytes += len;
+	if (ps->head_bytes > HTTP_MAX_HEAD) {
+		ps->too_large = true;
 		return -1;
 	}
 	return 0;
@@ -749,9 +1011,9 @@ on_url(http_parser *p, const char *at, size_t len)
 {
 	struct http_conn	*c = p->data;
 
-	if (http_head_bytes(&c->req, len) == -1)
+	if (http_head_bytes(&c->ps, len) == -1)
 		return -1;
-	return buf_add(&c->req.url, at, len);
+	return buf_add(&c->ps.url, at, len);
 }
 
 /*
@@ -761,101 +1023,130 @@ on_url(http_parser *p, const char *at, size_t len)
 static int
 on_header_field(http_parser *p, const char *at, size_t len)
 {
-	struct http_req	*r = &((struct http_conn *)p->data)->req;
+	struct http_parse	*ps = &((struct http_conn *)p->data)->ps;
 
-	if (r->head_done)
+	if (ps->head_done)
 		return 0;
-	if (http_head_bytes(r, len + 4) == -1)
+	if (http_head_bytes(ps, len + 4) == -1)
 		return -1;
-	if (r->last_value || r->nhdr == 0) {
-		if (r->nhdr > 0 && buf_add(&r->hdrs, "", 1) == -1)
+	if (ps->last_value || ps->nhdr == 0) {
+		if (ps->nhdr > 0 && buf_add(&ps->hdrs, "", 1) == -1)
 			return -1;
-		if (r->nhdr == HTTP_MAX_HEADERS) {
-			r->too_large = true;
+		if (ps->nhdr == HTTP_MAX_HEADERS) {
+			ps->too_large = true;
 			return -1;
 		}
-		r->nhdr++;
-		r->last_value = 0;
+		ps->nhdr++;
+		ps->last_value = 0;
 	}
-	return buf_add(&r->hdrs, at, len);
+	return buf_add(&ps->hdrs, at, len);
 }
 
 static int
 on_header_value(http_parser *p, const char *at, size_t len)
 {
-	struct http_req	*r = &((struct http_conn *)p->data)->req;
+	struct http_parse	*ps = &((struct http_conn *)p->data)->ps;
 
-	if (r->head_done)
+	if (ps->head_done)
 		return 0;
-	if (http_head_bytes(r, len) == -1)
+	if (http_head_bytes(ps, len) == -1)
 		return -1;
-	if (!r->last_value) {
-		if (buf_add(&r->hdrs, "", 1) == -1)
+	if (!ps->last_value) {
+		if (buf_add(&ps->hdrs, "", 1) == -1)
 			return -1;
-		r->last_value = 1;
+		ps->last_value = 1;
 	}
-	return buf_add(&r->hdrs, at, len);
+	return buf_add(&ps->hdrs, at, len);
 }
 
 /*
- * The head is complete: split the URL, remove the bridge's
- * /v1/sandbox/{id} prefix, and find the route, so that the body can be
- * streamed to it or refused before it is read.
+ * The head is complete: split the URL and find the route, so that the
+ * body can be streamed to it or refused before it is read.
  */
 static int
 on_headers_complete(http_parser *p)
 {
 	struct http_conn	*c = p->data;
-	struct http_req		*r = &c->req;
-	const struct http_route	*rt;
-	const char		*h;
-	char			*path, *q, *rest;
+	struct http_parse	*ps = &c->ps;
 
-	r->head_done = true;
+	ps->head_done = true;
 	c->in_head = false;
-	if (r->nhdr > 0 && buf_add(&r->hdrs, "", 1) == -1)
+	if (ps->nhdr > 0 && buf_add(&ps->hdrs, "", 1) == -1)
 		return -1;
-	if (buf_add(&r->url, "", 1) == -1)
+	if (buf_add(&ps->url, "", 1) == -1)
 		return -1;
 	if (p->http_major != 1 || p->http_minor > 1) {
-		r->bad_version = true;
+		ps->bad_version = true;
 		return -1;
 	}
-	r->method = http_method_str(p->method);
+	c->req.method = http_method_str(p->method);
 	c->req_head = p->method == HTTP_HEAD;
 	c->req_http10 = p->http_minor == 0;
-	r->keepalive = http_should_keep_alive(p);
+	ps->keepalive = http_should_keep_alive(p);
+	if (http_req_route(c) == -1)
+		return -1;
+	return http_head_checks(c, p);
+}
 
-	path = r->url.data;
+/*
+ * The path without its query, as the namespace hook maps it, and its
+ * route: the hook's table first, then the server's (see http_route_in).
+ */
+static int
+http_req_route(struct http_conn *c)
+{
+	struct http_server	*srv = c->srv;
+	struct http_req		*r = &c->req;
+	const struct http_route	*ns = NULL, *seen = NULL, *rt = NULL;
+	char			*path = c->ps.url.data, *q;
+
 	if ((q = strchr(path, '?')) != NULL) {
 		*q = '\0';
 		r->query = q + 1;
 	}
-	if (strncmp(path, "/v1/sandbox/", 12) == 0) {
-		rest = strchr(path + 12, '/');
-		if (rest == NULL)
-			rest = path + strlen(path);
-		path = rest - 3;
-		memcpy(path, "/v1", 3);
-	}
+	if (srv->map != NULL)
+		ns = srv->map(srv->ctx, &path);
 	r->path = path;
-	if (buf_reserve(&r->pbuf, strlen(path) + HTTP_MAX_PARAMS + 1) == NULL)
+	if (buf_reserve(&c->ps.pbuf, strlen(path) + HTTP_MAX_PARAMS + 1) == NULL)
 		return -1;
+	if (ns != NULL)
+		rt = http_route_in(c, ns, path, &seen);
+	if (rt == NULL)
+		rt = http_route_in(c, srv->routes, path, &seen);
+	r->route = rt != NULL ? rt : seen;
+	return 0;
+}
 
-	for (rt = c->srv->routes; rt->method != NULL; rt++) {
-		if (http_route_match(rt->pattern, path, r) != 0)
+/*
+ * The route in table for the path and the method, or NULL; the first
+ * route for the path alone is kept in *seen, for the 405.
+ */
+static const struct http_route *
+http_route_in(struct http_conn *c, const struct http_route *rt,
+    const char *path, const struct http_route **seen)
+{
+	for (; rt->method != NULL; rt++) {
+		if (http_route_match(rt->pattern, path, c) != 0)
 			continue;
-		if (r->route == NULL)
-			r->route = rt;		/* remembered for 405 */
-		if (strcmp(rt->method, r->method) == 0) {
-			r->route = rt;
-			break;
-		}
+		if (*seen == NULL)
+			*seen = rt;		/* remembered for 405 */
+		if (strcmp(rt->method, c->req.method) == 0)
+			return rt;
 	}
+	return NULL;
+}
+
+/* What the head alone decides: a body too large, a client that waits. */
+static int
+http_head_checks(struct http_conn *c, http_parser *p)
+{
+	struct http_req	*r = &c->req;
+	const char	*h;
+
 	if (r->route != NULL && r->route->body == NULL &&
 	    p->content_length != ULLONG_MAX &&
 	    p->content_length > HTTP_MAX_BODY) {
-		r->too_large = true;
+		c->ps.too_large = true;
 		return -1;
 	}
 	/* curl waits a second for this before sending a large body. */
@@ -881,7 +1172,7 @@ on_body(http_parser *p, const char *at, size_t len)
 		return 0;
 	}
 	if (r->body.len + len > HTTP_MAX_BODY) {
-		r->too_large = true;
+		c->ps.too_large = true;
 		return -1;
 	}
 	return buf_add(&r->body, at, len);
@@ -905,8 +1196,10 @@ on_message_complete(http_parser *p)
  * which is split in place only after a full match.
  */
 static int
-http_route_match(const char *pat, const char *path, struct http_req *r)
+http_route_match(const char *pat, const char *path, struct http_conn *c)
 {
+	struct http_req	*r = &c->req;
+	struct buf	*pb = &c->ps.pbuf;
 	const char	*p = path, *seg;
 	size_t		 starts[HTTP_MAX_PARAMS], lens[HTTP_MAX_PARAMS];
 	int		 n = 0, i;
@@ -943,13 +1236,13 @@ http_route_match(const char *pat, const char *path, struct http_req *r)
 	 * Captures are copied as C strings into pbuf, which the caller sized
 	 * for the whole path, so the pointers stay valid.
 	 */
-	buf_reset(&r->pbuf);
+	buf_reset(pb);
 	r->nparam = 0;
 	for (i = 0; i < n; i++) {
-		r->param[r->nparam++] = r->pbuf.data + r->pbuf.len;
-		memcpy(r->pbuf.data + r->pbuf.len, path + starts[i], lens[i]);
-		r->pbuf.len += lens[i];
-		r->pbuf.data[r->pbuf.len++] = '\0';
+		r->param[r->nparam++] = pb->data + pb->len;
+		memcpy(pb->data + pb->len, path + starts[i], lens[i]);
+		pb->len += lens[i];
+		pb->data[pb->len++] = '\0';
 	}
 	return 0;
 }
@@ -960,7 +1253,7 @@ http_dispatch(struct http_conn *c)
 	struct http_req	*r = &c->req;
 
 	c->state = HC_BUSY;
-	if (!r->keepalive)
+	if (!c->ps.keepalive)
 		c->close_after = true;
 	if (r->route == NULL) {
 		http_reply_error(c, 404, "not_found", "no route for %s %s",
@@ -981,11 +1274,12 @@ http_dispatch(struct http_conn *c)
 const char *
 http_header(struct http_req *r, const char *name)
 {
-	const char	*p = r->hdrs.data, *end, *value;
+	struct http_conn	*c = container_of(r, struct http_conn, req);
+	const char		*p = c->ps.hdrs.data, *end, *value;
 
 	if (p == NULL)
 		return NULL;
-	end = p + r->hdrs.len;
+	end = p + c->ps.hdrs.len;
 	while (p < end) {
 		value = p + strlen(p) + 1;
 		if (value >= end)
@@ -1064,7 +1358,7 @@ http_query(struct http_req *r, const char *key, char *out, size_t n)
 int
 http_query_u64(struct http_req *r, const char *key, uint64_t *v)
 {
-	char	buf[24];
+	char	buf[HTTP_QUERY_U64_MAX];
 	int	rc;
 
 	if ((rc = http_query(r, key, buf, sizeof(buf))) != 1)
@@ -1075,7 +1369,7 @@ http_query_u64(struct http_req *r, const char *key, uint64_t *v)
 int
 http_query_bool(struct http_req *r, const char *key, int dflt)
 {
-	char	v[8];
+	char	v[sizeof("false")];	/* longer is no boolean: -1 */
 	int	rc;
 
 	if ((rc = http_query(r, key, v, sizeof(v))) != 1)
@@ -1094,6 +1388,7 @@ const char *
 http_status_text(int status)
 {
 	switch (status) {
+	case 101: return "Switching Protocols";
 	case 200: return "OK";
 	case 204: return "No Content";
 	case 206: return "Partial Content";
@@ -1222,7 +1517,7 @@ http_reply_json(struct http_conn *c, int status, cJSON *j)
 static cJSON *
 http_error_vobj(const char *code, const char *fmt, va_list ap)
 {
-	char		 msg[512];
+	char		 msg[HTTP_ERROR_MSG_MAX];
 	struct buf	 b = { 0 };
 	cJSON		*j;
 	int		 n;

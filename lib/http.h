@@ -9,7 +9,12 @@
  * on_drain when the output buffer empties, so nothing is buffered without
  * bound for a slow reader.  Above HTTP_OUT_READ_MAX of unsent output the
  * next request is neither read nor parsed, so a client that pipelines
- * without reading cannot grow the queue either.
+ * without reading cannot grow the queue either.  A handler may also take
+ * the socket for another protocol (http_conn_upgrade).
+ *
+ * The server and its connections are opaque: callers use the functions
+ * below.  A request's public fields are read-only to handlers, except
+ * body_error, which a streaming body function sets.
  */
 #ifndef TEND_HTTP_H
 #define TEND_HTTP_H
@@ -18,7 +23,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <ev.h>
-#include <http_parser.h>
 #include <cjson/cJSON.h>
 
 #include "buf.h"
@@ -26,6 +30,7 @@
 
 #define HTTP_MAX_PARAMS	4
 
+struct http_server;
 struct http_conn;
 struct http_req;
 
@@ -41,90 +46,42 @@ struct http_route {
 	http_body_fn	 body;		/* NULL: body buffered, <= HTTP_MAX_BODY */
 };
 
+/*
+ * A namespace hook, run on each request's path (query removed) before
+ * routing: it may rewrite the path in place, never longer, and point
+ * *path at the result, and may return a table whose routes are matched
+ * before the server's own (NULL: the server's only).  ctx is the
+ * server's.  Namespaces are the caller's business (the API's bridge
+ * prefix), not the server's.
+ */
+typedef const struct http_route *(*http_map_fn)(void *ctx, char **path);
+
 struct http_req {
 	const char		*method;
-	char			*path;		/* without query, alias removed */
+	char			*path;		/* without query, as mapped */
 	char			*query;		/* after '?', or NULL */
 	char			*param[HTTP_MAX_PARAMS];	/* {} and * */
 	int			 nparam;
 	struct buf		 body;		/* NUL-terminated when buffered */
 	const struct http_route	*route;
-	bool			 keepalive;
 	int			 body_error;	/* set by a streaming body fn */
 	size_t			 streamed;	/* body bytes given to it so far */
-	/* private */
-	struct buf		 url;
-	struct buf		 hdrs;		/* name\0value\0 ... */
-	struct buf		 pbuf;		/* captured params */
-	int			 nhdr;
-	int			 last_value;
-	size_t			 head_bytes;
-	bool			 too_large;
-	bool			 bad_version;
-	bool			 head_done;	/* later headers are trailers */
 };
 
-struct http_server {
-	ev_io			 io;
-	ev_timer		 backoff;	/* after EMFILE on accept */
-	ev_idle			 kick;		/* no blocking before deferred work */
-	struct ev_loop		*loop;
-	int			 fd;
-	int			 nconns;
-	int			 maxconns;
-	double			 stuck_timeout;	/* s: drop a reader after it */
-	double			 head_timeout;	/* s: 408 a head not done by then */
-	double			 pause_timeout;	/* s: 503 a body paused this long */
-	const struct http_route	*routes;
-	void			*ctx;		/* for handlers */
-	struct http_conn	*conns;		/* list of open connections */
-};
-
-struct http_conn {
-	ev_io			 rio;
-	ev_io			 wio;
-	ev_timer		 timer;
-	ev_prepare		 closer;	/* frees the connection, later */
-	ev_prepare		 resume;	/* pipelined input, later */
-	struct http_server	*srv;
-	struct http_conn	*next, *prev;
-	int			 fd;
-	http_parser		 parser;
-	struct buf		 in;
-	struct buf		 out;
-	struct http_req		 req;
-	ev_tstamp		 last_io;	/* any I/O: the idle timeout */
-	ev_tstamp		 last_out;	/* output moved: the stuck one */
-	ev_tstamp		 head_at;	/* the current head began */
-	ev_tstamp		 paused_at;	/* reading was paused */
-	enum {
-		HC_READ,	/* parsing a request */
-		HC_BUSY,	/* handler owns the response */
-		HC_STREAM,	/* a streamed response is being written */
-		HC_CLOSING	/* write what is left, then close */
-	}			 state;
-	bool			 close_after;	/* no keep-alive */
-	bool			 chunked_out;	/* stream uses chunked framing */
-	bool			 read_paused;
-	bool			 in_head;	/* a head is begun, not complete */
-	bool			 peer_eof;	/* the client sends no more */
-	bool			 req_head;	/* current request is HEAD */
-	bool			 req_http10;	/* current request is HTTP/1.0 */
-	bool			 processing;	/* inside http_conn_process */
-	bool			 dead;
-	/*
-	 * Owner of a pending response or of a request body being streamed
-	 * (a waiter, a follower, a held stdin).  on_close: the connection
-	 * closed, or the owned request failed to parse; not called for a
-	 * response the owner ended itself.
-	 */
-	void			*owner;
-	void			(*on_drain)(struct http_conn *, void *);
-	void			(*on_close)(struct http_conn *, void *);
-};
-
-int	http_listen(struct http_server *, struct ev_loop *, const char *path,
+/* The server. */
+/* Listen on a unix socket; NULL with errno set. */
+struct http_server *http_server_new(struct ev_loop *, const char *path,
 	    const struct http_route *, void *ctx, int maxconns);
+/* Closes every connection now, telling their owners; frees the server. */
+void	http_server_free(struct http_server *);
+void	http_server_map(struct http_server *, http_map_fn);
+/* Seconds: stuck output, an unfinished head, a body paused (tunables.h). */
+void	http_server_timeouts(struct http_server *, double stuck, double head,
+	    double pause);
+/* Slots in use: open connections and upgraded sockets not yet released. */
+int	http_server_nconns(const struct http_server *);
+/* An upgraded socket was closed by its new owner: its slot is free. */
+void	http_server_release(struct http_server *);
 void	http_stop_accepting(struct http_server *);
 void	http_close_all(struct http_server *);
 
@@ -160,14 +117,50 @@ int	http_sse_begin(struct http_conn *);
 int	http_sse_event(struct http_conn *, const char *id, const char *json);
 int	http_sse_comment(struct http_conn *, const char *);
 
+/* The connection. */
+void	*http_conn_ctx(struct http_conn *);	/* the server's ctx */
+struct http_server *http_conn_server(struct http_conn *);
+/* Closed or closing: nothing more can be sent on it. */
+bool	http_conn_dead(struct http_conn *);
+/* The request's response is begun or done, or the connection is dead. */
+bool	http_conn_replied(struct http_conn *);
 /* Pending output bytes, for producers that pause above HTTP_OUT_HIGH. */
 size_t	http_conn_pending(struct http_conn *);
+/*
+ * Owner of a pending response or of a request body being streamed (a
+ * waiter, a follower, a held stdin).  on_drain: the output emptied
+ * during a stream or an upgrade.  on_close: the connection closed, or
+ * the owned request failed to parse; not called for a response the
+ * owner ended itself, nor after an upgrade.
+ */
 void	http_conn_own(struct http_conn *, void *owner,
 	    void (*on_drain)(struct http_conn *, void *),
 	    void (*on_close)(struct http_conn *, void *));
 void	http_conn_pause_read(struct http_conn *);
 void	http_conn_resume_read(struct http_conn *);
 void	http_conn_abort(struct http_conn *);
+
+/*
+ * Switching protocols.  http_reply_upgrade queues "101 Switching
+ * Protocols" with "Upgrade: protocol" and extra_headers (each ending in
+ * CRLF) and stops reading: what the client sends next is the new
+ * protocol's.  It returns 0 when everything queued is written, 1 when the
+ * socket is full (the owner's on_drain says when it is out; the stuck
+ * timeout still applies), -1 when the connection died.
+ *
+ * http_conn_upgrade then gives the socket up: *fd is the caller's, and
+ * the bytes read after the request's head (pipelined ones included) are
+ * appended to already_read.  The connection leaves the server's list and
+ * timers and must not be used again; its owner is not told.  The socket
+ * keeps its slot under the connection limit until the new owner calls
+ * http_server_release, so upgraded sockets are bounded by it too.  Only
+ * in a handler's response (or after http_reply_upgrade) with nothing
+ * left to write: else -1 with EBUSY (output pending) or EINVAL.
+ */
+int	http_reply_upgrade(struct http_conn *, const char *protocol,
+	    const char *extra_headers);
+int	http_conn_upgrade(struct http_conn *, int *fd,
+	    struct buf *already_read);
 
 const char *http_status_text(int);
 

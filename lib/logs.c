@@ -585,11 +585,11 @@ follower_pump(struct follower *f)
 
 	ev_check_stop(loop, &f->resume);
 	ev_idle_stop(loop, &f->spin);
-	if (f->done || f->c->dead)
+	if (f->done || http_conn_dead(f->c))
 		return;
 	f->scan = LOGS_SCAN_MAX;
 	rc = f->kind == FK_RAW ? follower_pump_raw(f) : follower_pump_sse(f);
-	if (f->c->dead)
+	if (http_conn_dead(f->c))
 		return;
 	switch (rc) {
 	case PUMP_FULL:
@@ -1107,7 +1107,7 @@ logs_metrics(struct http_conn *c, struct http_req *r)
 	    (unsigned long long)t->started, t->nlive,
 	    (unsigned long long)t->exited, (unsigned long long)t->orphans,
 	    (unsigned long long)t->stored, (unsigned long long)t->dropped,
-	    a->srv.nconns, (unsigned long long)a->followers);
+	    http_server_nconns(a->srv), (unsigned long long)a->followers);
 	buf_printf(&b,
 	    "# HELP tend_log_lines_dropped_total Agent log lines stderr could not take.\n"
 	    "# TYPE tend_log_lines_dropped_total counter\n"

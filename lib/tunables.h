@@ -95,4 +95,12 @@
 #define TAR_PIPE_BYTES		(1024 * 1024)	/* asked pipe size to/from the tar child */
 #define TAR_ERR_MAX		512		/* the tar child's report, <= PIPE_BUF */
 
+/* The HTTP server's own (lib/http.c). */
+#define HTTP_READ_CHUNK		(64 * 1024)	/* one read of a request */
+#define HTTP_TICK		5.0		/* s, longest connection timer period */
+#define HTTP_KEEP_BUF		(256 * 1024)	/* drained buffers above are freed */
+#define HTTP_ACCEPT_BACKOFF	0.1		/* s, no accept after EMFILE */
+#define HTTP_ERROR_MSG_MAX	512		/* of an error message, NUL included */
+#define HTTP_QUERY_U64_MAX	24		/* of a number in a query, NUL included */
+
 #endif

@@ -8,13 +8,20 @@
  * the cuts fall); the rest is what the client sends.  The routes cover
  * each way a handler can answer: at once (plain and JSON), from a timer,
  * as a chunked stream paced by on_drain, as SSE ended by closing, and
- * with a streamed request body that pauses reading.  The server must
- * never crash, leak or hang, and must always send well-formed responses.
+ * with a streamed request body that pauses reading, and by switching
+ * protocols (an echo of what was read ahead, then the close).  Paths go
+ * through the bridge's namespace hook, as the agent's do.  The server
+ * must never crash, leak or hang, and must always send well-formed
+ * responses.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "api_bridge.h"
 #include "cursor.h"
 #include "fuzzsrv.h"
 
@@ -34,6 +41,7 @@ static void	fz_wait(struct http_conn *, struct http_req *);
 static void	fz_logs(struct http_conn *, struct http_req *);
 static void	fz_stdout(struct http_conn *, struct http_req *);
 static void	fz_files(struct http_conn *, struct http_req *);
+static void	fz_upgrade(struct http_conn *, struct http_req *);
 
 static const struct http_route fz_routes[] = {
 	{ "GET",	"/v1/health",			fz_health, NULL },
@@ -44,6 +52,7 @@ static const struct http_route fz_routes[] = {
 	{ "GET",	"/v1/processes/{}/stdout",	fz_stdout, NULL },
 	{ "DELETE",	"/v1/processes/{}",		fz_health, NULL },
 	{ "PUT",	"/v1/files/*",			fz_files, NULL },
+	{ "GET",	"/v1/upgrade",			fz_upgrade, NULL },
 	{ NULL, NULL, NULL, NULL }
 };
 
@@ -308,6 +317,59 @@ fz_stdout(struct http_conn *c, struct http_req *r)
 }
 
 /* ------------------------------------------------------------------ */
+/* Switching protocols */
+
+static int	fz_upgrader;	/* the owner while the 101 is queued */
+
+/*
+ * The new protocol: send back what was read after the head, and close.
+ * The slot is given back at once, so that no connection outlives its
+ * input.
+ */
+static void
+fz_upgrade_take(struct http_conn *c)
+{
+	struct http_server	*srv = http_conn_server(c);
+	struct buf		 in = { 0 };
+	int			 fd;
+
+	if (http_conn_upgrade(c, &fd, &in) == -1) {
+		http_conn_abort(c);
+		buf_free(&in);
+		return;
+	}
+	if (buf_avail(&in) > 0)
+		(void)!write(fd, buf_head(&in), buf_avail(&in));
+	close(fd);
+	http_server_release(srv);
+	buf_free(&in);
+}
+
+static void
+fz_upgrade_drained(struct http_conn *c, void *owner)
+{
+	(void)owner;
+	fz_upgrade_take(c);
+}
+
+static void
+fz_upgrade(struct http_conn *c, struct http_req *r)
+{
+	struct buf	none = { 0 };
+	int		rc, fd;
+
+	(void)r;
+	http_conn_own(c, &fz_upgrader, fz_upgrade_drained, NULL);
+	if ((rc = http_reply_upgrade(c, "echo", "X-Echo: 1\r\n")) == 0)
+		fz_upgrade_take(c);
+	else if (rc == 1 && (http_conn_upgrade(c, &fd, &none) != -1 ||
+	    errno != EBUSY)) {
+		fprintf(stderr, "fuzz_http: socket taken with the 101 queued\n");
+		abort();
+	}
+}
+
+/* ------------------------------------------------------------------ */
 
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -315,6 +377,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	fuzzsrv_start(fz_routes, NULL);
+	http_server_map(fuzzsrv_srv, api_bridge_map);
 	return 0;
 }
 

@@ -44,7 +44,7 @@ fz_replied(struct http_conn *c, const char *fn)
 {
 	char	msg[128];
 
-	if (!c->dead && c->state == HC_BUSY) {
+	if (!http_conn_replied(c)) {
 		snprintf(msg, sizeof(msg), "%s failed without replying", fn);
 		fz_fail(msg);
 	}

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <http_parser.h>
+
 #include "fuzzsrv.h"
 
 #define FUZZSRV_MAXPIECES	8
@@ -32,11 +34,12 @@ struct fuzzsrv_client {
 	int		 responses;
 	size_t		 received;
 	bool		 wclosed;	/* the server stopped taking input */
+	bool		 upgraded;	/* after a 101: another protocol */
 	bool		 eof;
 };
 
 struct ev_loop		*fuzzsrv_loop;
-struct http_server	 fuzzsrv_srv;
+struct http_server	*fuzzsrv_srv;
 
 static char	fuzzsrv_dir[64];
 static char	fuzzsrv_path[96];
@@ -77,8 +80,8 @@ fuzzsrv_start(const struct http_route *routes, void *ctx)
 	snprintf(fuzzsrv_path, sizeof(fuzzsrv_path), "%s/sock", fuzzsrv_dir);
 	atexit(fuzzsrv_cleanup);
 	if ((fuzzsrv_loop = ev_loop_new(EVFLAG_AUTO)) == NULL ||
-	    http_listen(&fuzzsrv_srv, fuzzsrv_loop, fuzzsrv_path, routes, ctx,
-	    HTTP_MAX_CONNS) == -1) {
+	    (fuzzsrv_srv = http_server_new(fuzzsrv_loop, fuzzsrv_path, routes,
+	    ctx, HTTP_MAX_CONNS)) == NULL) {
 		perror("fuzzsrv: listen");
 		abort();
 	}
@@ -118,6 +121,8 @@ fuzzsrv_check(struct fuzzsrv_client *cl, const char *d, size_t n)
 	size_t			 k, done;
 	char			 msg[128];
 
+	if (cl->upgraded)
+		return;
 	if (cl->received < sizeof(start) - 1) {
 		k = sizeof(start) - 1 - cl->received;
 		if (k > n)
@@ -128,6 +133,11 @@ fuzzsrv_check(struct fuzzsrv_client *cl, const char *d, size_t n)
 	}
 	cl->received += n;
 	done = http_parser_execute(&cl->parser, &fuzzsrv_settings, d, n);
+	/* What follows a 101 is the new protocol's, not HTTP. */
+	if (HTTP_PARSER_ERRNO(&cl->parser) == HPE_OK && cl->parser.upgrade) {
+		cl->upgraded = true;
+		return;
+	}
 	if (HTTP_PARSER_ERRNO(&cl->parser) != HPE_OK || done != n) {
 		snprintf(msg, sizeof(msg), "malformed response stream after "
 		    "%d responses: %s", cl->responses,
@@ -160,8 +170,9 @@ fuzzsrv_drain(struct fuzzsrv_client *cl)
 		 * the server drops a reply whose client half-closed.
 		 */
 		cl->eof = true;
-		(void)http_parser_execute(&cl->parser, &fuzzsrv_settings,
-		    NULL, 0);
+		if (!cl->upgraded)
+			(void)http_parser_execute(&cl->parser,
+			    &fuzzsrv_settings, NULL, 0);
 	}
 }
 
@@ -266,7 +277,7 @@ fuzzsrv_exchange(const uint8_t *d, size_t n, const struct fuzzsrv_opts *o)
 	close(cl.fd);
 
 	/* Whatever it was doing, the connection must now be freed. */
-	for (i = 0; fuzzsrv_srv.nconns > 0; i++) {
+	for (i = 0; http_server_nconns(fuzzsrv_srv) > 0; i++) {
 		if (i == FUZZSRV_FREE_TURNS)
 			fuzzsrv_fail("connection not freed after the client "
 			    "closed", NULL, 0);

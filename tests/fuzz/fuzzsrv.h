@@ -25,7 +25,7 @@ struct fuzzsrv_opts {
 };
 
 extern struct ev_loop		*fuzzsrv_loop;
-extern struct http_server	 fuzzsrv_srv;
+extern struct http_server	*fuzzsrv_srv;
 
 /* Listen with these routes; aborts on failure (before any input). */
 void	fuzzsrv_start(const struct http_route *, void *ctx);

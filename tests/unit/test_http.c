@@ -1,8 +1,9 @@
 /*
  * http: the server on a real unix socket, driven by its own ev loop from
  * the test's process: a client writes raw bytes, the loop runs, and the
- * client reads what came back.  Routing, keep-alive and pipelining,
- * hostile framing and sizes, streamed bodies both ways, and the listener.
+ * client reads what came back.  Routing (and namespaces), keep-alive and
+ * pipelining, hostile framing and sizes, streamed bodies both ways,
+ * handing a socket to another protocol, and the listener.
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api_bridge.h"
 #include "buf.h"
 #include "http.h"
 #include "testutil.h"
@@ -63,6 +65,17 @@ struct held {
 	int			 closed;	/* on_close calls */
 };
 
+/* The socket GET /v1/upgrade hands over, and how it went. */
+struct upgraded {
+	int		 fd;		/* the new owner's, or -1 */
+	struct buf	 in;		/* read after the head */
+	int		 rc;		/* of http_reply_upgrade */
+	int		 early_rc;	/* http_conn_upgrade before the drain */
+	int		 early_errno;
+	int		 takes;		/* http_conn_upgrade calls */
+	int		 closed;	/* on_close calls */
+};
+
 /* The flow-controlled stream of GET /v1/big. */
 struct big {
 	size_t	sent;
@@ -75,8 +88,9 @@ struct big {
 static char		 dir_path[64];
 static char		 sock_path[128];
 static struct ev_loop	*loop;
-static struct http_server srv;
-static struct http_server other;	/* a second listener, for some tests */
+static struct http_server *srv;
+static struct http_server *other;	/* a second listener, for some tests */
+static struct http_conn	*blob_conn;	/* where GET /v1/blob was answered */
 static struct client	 clients[MAXCLIENTS];
 static int		 nclients;
 
@@ -91,6 +105,7 @@ static size_t		 done_body_len;
 static struct later	 later;
 static struct big	 big;
 static struct held	 held;
+static struct upgraded	 up;
 
 static void	setup(void);
 static void	teardown(void);
@@ -137,6 +152,10 @@ static void	sse_rest(struct http_conn *);
 static void	big_produce(struct http_conn *);
 static void	big_drain(struct http_conn *, void *);
 static void	big_closed(struct http_conn *, void *);
+static void	h_upgrade(struct http_conn *, struct http_req *);
+static void	h_ns(struct http_conn *, struct http_req *);
+static void	up_take(struct http_conn *, void *);
+static void	up_closed(struct http_conn *, void *);
 
 static const struct http_route routes[] = {
 	{ "GET",	"/hello",			h_hello, NULL },
@@ -155,6 +174,14 @@ static const struct http_route routes[] = {
 	{ "GET",	"/v1/blob",			h_blob, NULL },
 	{ "POST",	"/v1/held",			h_held_done,
 							h_held_piece },
+	{ "GET",	"/v1/upgrade",			h_upgrade, NULL },
+	{ NULL,		NULL,				NULL, NULL },
+};
+
+/* A namespace's own routes, matched before the server's. */
+static const struct http_route ns_routes[] = {
+	{ "GET",	"/hello",			h_ns, NULL },
+	{ "PUT",	"/v1/only-ns",			h_ns, NULL },
 	{ NULL,		NULL,				NULL, NULL },
 };
 
@@ -169,7 +196,8 @@ setup(void)
 	snprintf(sock_path, sizeof(sock_path), "%s/sock", dir_path);
 	loop = ev_loop_new(EVFLAG_AUTO);
 	ck_assert_ptr_nonnull(loop);
-	ck_assert_int_eq(http_listen(&srv, loop, sock_path, routes, NULL, 8), 0);
+	srv = http_server_new(loop, sock_path, routes, NULL, 8);
+	ck_assert_ptr_nonnull(srv);
 	order[0] = '\0';
 	inspect = NULL;
 	inspected = 0;
@@ -178,6 +206,8 @@ setup(void)
 	memset(&later, 0, sizeof(later));
 	memset(&big, 0, sizeof(big));
 	memset(&held, 0, sizeof(held));
+	memset(&up, 0, sizeof(up));
+	up.fd = -1;
 	nclients = 0;
 }
 
@@ -189,14 +219,20 @@ teardown(void)
 	for (i = 0; i < nclients; i++)
 		cl_close(&clients[i]);
 	ev_timer_stop(loop, &later.timer);
-	http_close_all(&srv);
-	for (i = 0; i < 100 && srv.nconns > 0; i++)
+	http_close_all(srv);
+	/* Once at least: a connection handed over is freed from the loop. */
+	ev_run(loop, EVRUN_NOWAIT);
+	for (i = 0; i < 100 && http_server_nconns(srv) > 0; i++)
 		ev_run(loop, EVRUN_NOWAIT);
-	http_stop_accepting(&srv);
+	http_server_free(srv);
+	srv = NULL;
 	ev_loop_destroy(loop);
 	loop = NULL;
 	buf_free(&got_body);
 	buf_free(&pieces);
+	if (up.fd != -1)
+		close(up.fd);
+	buf_free(&up.in);
 	unlink(sock_path);
 	rmdir(dir_path);
 }
@@ -380,7 +416,7 @@ resp_header(struct resp *r, const char *name)
 /*
  * 1 and the response consumed from c->in when it is complete, 0 when more
  * is needed, -1 if it cannot be parsed.  A body without length or
- * chunking ends at EOF.
+ * chunking ends at EOF; a 1xx and a 204 have none.
  */
 static int
 resp_parse(struct client *c, struct resp *r)
@@ -429,7 +465,7 @@ resp_parse(struct client *c, struct resp *r)
 			goto out;
 		ck_assert_int_eq(buf_add(&r->body, p, len), 0);
 		p += len;
-	} else if (r->status != 204) {
+	} else if (r->status != 204 && r->status / 100 != 1) {
 		if (!c->eof)
 			goto out;
 		ck_assert_int_eq(buf_add(&r->body, p, end - p), 0);
@@ -692,6 +728,7 @@ h_blob(struct http_conn *c, struct http_req *r)
 
 	(void)r;
 	note("b");
+	blob_conn = c;
 	memset(blob, 'b', sizeof(blob));
 	http_reply(c, 200, "application/octet-stream", blob, sizeof(blob));
 }
@@ -732,6 +769,66 @@ held_closed(struct http_conn *c, void *owner)
 	held.closed++;
 }
 
+/*
+ * Switch to "test" and take the socket once the head is out: at once, or
+ * from on_drain when the socket was full.
+ */
+static void
+h_upgrade(struct http_conn *c, struct http_req *r)
+{
+	(void)r;
+	note("upgrade;");
+	http_conn_own(c, &up, up_take, up_closed);
+	up.rc = http_reply_upgrade(c, "test", "X-Up: 1\r\n");
+	if (up.rc == 0) {
+		up_take(c, &up);
+		return;
+	}
+	/* Not while any of it is still queued. */
+	errno = 0;
+	up.early_rc = http_conn_upgrade(c, &up.fd, &up.in);
+	up.early_errno = errno;
+}
+
+/* From the handler, or as on_drain once the head is out. */
+static void
+up_take(struct http_conn *c, void *owner)
+{
+	ck_assert_ptr_eq(owner, &up);
+	ck_assert_uint_eq(http_conn_pending(c), 0);
+	ck_assert_int_eq(http_conn_upgrade(c, &up.fd, &up.in), 0);
+	ck_assert_int_ge(up.fd, 0);
+	up.takes++;
+}
+
+static void
+up_closed(struct http_conn *c, void *owner)
+{
+	ck_assert(owner == &up && c != NULL);
+	up.closed++;
+}
+
+static void
+h_ns(struct http_conn *c, struct http_req *r)
+{
+	struct buf	b = { 0 };
+
+	ck_assert_int_eq(buf_printf(&b, "ns:%s", r->path), 0);
+	http_reply(c, 200, "text/plain", b.data, b.len);
+	buf_free(&b);
+}
+
+/* "/ns/..." is routed as "/...", in ns_routes before the server's. */
+static const struct http_route *
+ns_map(void *ctx, char **path)
+{
+	ck_assert_ptr_null(ctx);
+	if (strncmp(*path, "/ns/", 4) != 0)
+		return NULL;
+	*path += 3;
+	return ns_routes;
+}
+
 /* ------------------------------------------------------------------ */
 /* Routing */
 
@@ -754,6 +851,8 @@ START_TEST(route_captures)
 	struct resp	 r;
 	size_t		 i;
 
+	/* The bridge's prefix is the API's namespace, mapped as it maps it. */
+	http_server_map(srv, api_bridge_map);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		get(c, cases[i][0], &r);
 		ck_assert_msg(r.status == 200, "%s: %d", cases[i][0], r.status);
@@ -767,7 +866,7 @@ START_TEST(route_captures)
 	ck_assert_str_eq(body_str(&r), "/v1/processes/k1/kill|k1");
 	resp_free(&r);
 	/* All on one connection. */
-	ck_assert_int_eq(srv.nconns, 1);
+	ck_assert_int_eq(http_server_nconns(srv), 1);
 }
 END_TEST
 
@@ -782,6 +881,7 @@ START_TEST(route_not_found)
 	struct resp	 r;
 	size_t		 i;
 
+	http_server_map(srv, api_bridge_map);
 	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		get(c, paths[i], &r);
 		ck_assert_msg(r.status == 404, "%s: %d", paths[i], r.status);
@@ -827,6 +927,53 @@ START_TEST(route_method_not_allowed)
 }
 END_TEST
 
+#define PUT0(path)	"PUT " path " HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+#define GET(path)	"GET " path " HTTP/1.1\r\n\r\n"
+
+/* Send req; want is the reply's body, or "!code" for a JSON error. */
+static void
+exchange(struct client *c, const char *req, int status, const char *want)
+{
+	struct resp	r;
+
+	cl_sendf(c, "%s", req);
+	ck_assert_msg(cl_reply(c, &r), "%s: no reply", req);
+	if (want[0] == '!')
+		assert_error(&r, status, want + 1);
+	else {
+		ck_assert_msg(r.status == status, "%s: %d", req, r.status);
+		ck_assert_str_eq(body_str(&r), want);
+	}
+	resp_free(&r);
+}
+
+START_TEST(route_namespace)
+{
+	struct client	*c = cl_open(sock_path);
+
+	/* The server alone knows no namespace, the bridge's included. */
+	exchange(c, GET("/v1/sandbox/sb-1/processes/abc"), 404, "!not_found");
+
+	/* The namespace's own route wins; the rest are the server's. */
+	http_server_map(srv, ns_map);
+	exchange(c, GET("/ns/hello"), 200, "ns:/hello");
+	exchange(c, GET("/ns/v1/processes/abc?x=1"), 200,
+	    "/v1/processes/abc|abc");
+	exchange(c, PUT0("/ns/v1/only-ns"), 200, "ns:/v1/only-ns");
+
+	/* Outside it, only the server's routes. */
+	exchange(c, GET("/hello?n=plain"), 200, "hello plain");
+	exchange(c, PUT0("/v1/only-ns"), 404, "!not_found");
+
+	/* A path one of the tables has for another method is a 405. */
+	exchange(c, PUT0("/ns/hello"), 405, "!method_not_allowed");
+	exchange(c, GET("/ns/v1/only-ns"), 405, "!method_not_allowed");
+	exchange(c, GET("/ns/v1/processes/abc/kill"), 405,
+	    "!method_not_allowed");
+	ck_assert_str_eq(order, "hello:plain;");
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Connections */
 
@@ -842,12 +989,12 @@ START_TEST(keepalive_two_requests)
 	ck_assert_str_eq(resp_header(&r, "Content-Type"), "text/plain");
 	ck_assert_ptr_null(resp_header(&r, "Connection"));
 	resp_free(&r);
-	ck_assert_int_eq(srv.nconns, 1);
+	ck_assert_int_eq(http_server_nconns(srv), 1);
 	get(c, "/hello?n=2", &r);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(body_str(&r), "hello 2");
 	resp_free(&r);
-	ck_assert_int_eq(srv.nconns, 1);
+	ck_assert_int_eq(http_server_nconns(srv), 1);
 	ck_assert_str_eq(order, "hello:1;hello:2;");
 	ck_assert_uint_eq(buf_avail(&c->in), 0);
 }
@@ -922,7 +1069,7 @@ static bool
 no_conns(void *arg)
 {
 	(void)arg;
-	return srv.nconns == 0;
+	return http_server_nconns(srv) == 0;
 }
 
 START_TEST(client_vanishes_mid_reply)
@@ -947,43 +1094,58 @@ static bool
 other_two(void *arg)
 {
 	(void)arg;
-	return other.nconns == 2;
+	return http_server_nconns(other) == 2;
 }
 
 static bool
 other_one(void *arg)
 {
 	(void)arg;
-	return other.nconns == 1;
+	return http_server_nconns(other) == 1;
 }
 
 static bool
 other_none(void *arg)
 {
 	(void)arg;
-	return other.nconns == 0;
+	return http_server_nconns(other) == 0;
+}
+
+/* A second server with room for two, at path. */
+static void
+limited_server(char *path, size_t n)
+{
+	snprintf(path, n, "%s/limited", dir_path);
+	other = http_server_new(loop, path, routes, NULL, 2);
+	ck_assert_ptr_nonnull(other);
+}
+
+/* A client over the limit gets one 503 and the close. */
+static void
+assert_refused(const char *path)
+{
+	struct client	*c = cl_open(path);
+
+	ck_assert(cl_wait_eof(c));
+	ck_assert_int_eq(buf_add(&c->in, "", 1), 0);
+	ck_assert_msg(strncmp(c->in.data, "HTTP/1.1 503 ", 13) == 0, "%s",
+	    c->in.data);
+	ck_assert_ptr_nonnull(strstr(c->in.data, "\r\nConnection: close\r\n"));
+	ck_assert_ptr_nonnull(strstr(c->in.data, "\"code\":\"busy\""));
 }
 
 START_TEST(connection_limit)
 {
-	struct client	*c1, *c2, *c3, *c4;
+	struct client	*c1, *c2, *c4;
 	struct resp	 r;
 	char		 path[160];
 
-	/* A second server with room for two. */
-	snprintf(path, sizeof(path), "%s/limited", dir_path);
-	ck_assert_int_eq(http_listen(&other, loop, path, routes, NULL, 2), 0);
+	limited_server(path, sizeof(path));
 	c1 = cl_open(path);
 	c2 = cl_open(path);
 	ck_assert(tu_run_until(loop, other_two, NULL, WAIT_S));
-	c3 = cl_open(path);
-	ck_assert(cl_wait_eof(c3));
-	ck_assert_int_eq(buf_add(&c3->in, "", 1), 0);
-	ck_assert_msg(strncmp(c3->in.data, "HTTP/1.1 503 ", 13) == 0, "%s",
-	    c3->in.data);
-	ck_assert_ptr_nonnull(strstr(c3->in.data, "\r\nConnection: close\r\n"));
-	ck_assert_ptr_nonnull(strstr(c3->in.data, "\"code\":\"busy\""));
-	ck_assert_int_eq(other.nconns, 2);
+	assert_refused(path);
+	ck_assert_int_eq(http_server_nconns(other), 2);
 
 	/* The two admitted are served. */
 	get(c1, "/hello?n=1", &r);
@@ -1001,14 +1163,14 @@ START_TEST(connection_limit)
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(body_str(&r), "hello 4");
 	resp_free(&r);
-	ck_assert_int_eq(other.nconns, 2);
+	ck_assert_int_eq(http_server_nconns(other), 2);
 	ck_assert_str_eq(order, "hello:1;hello:2;hello:4;");
 
 	cl_close(c2);
 	cl_close(c4);
-	http_close_all(&other);
+	http_close_all(other);
 	ck_assert(tu_run_until(loop, other_none, NULL, WAIT_S));
-	http_stop_accepting(&other);
+	http_server_free(other);
 	unlink(path);
 }
 END_TEST
@@ -1497,7 +1659,7 @@ START_TEST(chunked_stream_framing)
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(body_str(&r), "hello after");
 	resp_free(&r);
-	ck_assert_int_eq(srv.nconns, 1);
+	ck_assert_int_eq(http_server_nconns(srv), 1);
 }
 END_TEST
 
@@ -1563,7 +1725,7 @@ START_TEST(output_bound_stops_parsing)
 	spin(50);
 	ck_assert_uint_ge(strlen(order), 1);
 	ck_assert_uint_lt(strlen(order), NBLOB);
-	ck_assert_uint_le(http_conn_pending(srv.conns),
+	ck_assert_uint_le(http_conn_pending(blob_conn),
 	    HTTP_OUT_READ_MAX + BLOB_LEN + 256);
 	/* Reading lets them go on, in order, to the last. */
 	for (i = 0; i < NBLOB; i++) {
@@ -1584,19 +1746,19 @@ START_TEST(stuck_counts_output_only)
 	struct client	*c;
 	double		 end;
 
-	srv.stuck_timeout = 0.4;
+	http_server_timeouts(srv, 0.4, HTTP_HEAD_TIMEOUT, HTTP_PAUSE_TIMEOUT);
 	c = cl_open(sock_path);
 	cl_sendf(c, "GET /v1/big HTTP/1.1\r\n\r\nGET /hello HTTP/1.1\r\n");
 	spin(10);
 	ck_assert_int_ge(big.paused, 1);
 	/* The client never reads, but keeps sending: it is stuck all the same. */
 	end = tu_now() + WAIT_S;
-	while (srv.nconns > 0 && tu_now() < end) {
+	while (http_server_nconns(srv) > 0 && tu_now() < end) {
 		if (cl_send(c, "X: y\r\n", 6) == -1)
 			break;
 		spin(50);
 	}
-	ck_assert_int_eq(srv.nconns, 0);
+	ck_assert_int_eq(http_server_nconns(srv), 0);
 	ck_assert_int_eq(big.closed, 1);
 }
 END_TEST
@@ -1607,7 +1769,7 @@ START_TEST(head_timeout_408)
 	struct resp	 r;
 	double		 t0, end;
 
-	srv.head_timeout = 0.3;
+	http_server_timeouts(srv, HTTP_STUCK_TIMEOUT, 0.3, HTTP_PAUSE_TIMEOUT);
 	idle = cl_open(sock_path);
 	c = cl_open(sock_path);
 	/* A byte now and then does not extend the head's time. */
@@ -1627,7 +1789,7 @@ START_TEST(head_timeout_408)
 	ck_assert(cl_wait_eof(c));
 	ck_assert_str_eq(order, "");
 	/* One that has not begun a request is left to the idle timeout. */
-	ck_assert_int_eq(srv.nconns, 1);
+	ck_assert_int_eq(http_server_nconns(srv), 1);
 	get(idle, "/hello?n=1", &r);
 	ck_assert_int_eq(r.status, 200);
 	resp_free(&r);
@@ -1655,7 +1817,7 @@ START_TEST(paused_hangup_closes)
 
 	held_begin(c);
 	spin(20);
-	ck_assert_int_eq(srv.nconns, 1);
+	ck_assert_int_eq(http_server_nconns(srv), 1);
 	cl_close(c);
 	ck_assert(tu_run_until(loop, no_conns, NULL, WAIT_S));
 	ck_assert_int_eq(held.closed, 1);
@@ -1675,7 +1837,7 @@ START_TEST(paused_half_close_gets_reply)
 	end = tu_now() + HTTP_HUP_CHECK * 2.5;
 	while (tu_now() < end)
 		spin(10);
-	ck_assert_int_eq(srv.nconns, 1);
+	ck_assert_int_eq(http_server_nconns(srv), 1);
 	ck_assert_int_eq(held.closed, 0);
 	ck_assert(!cl_pump(c));
 	http_conn_resume_read(held.c);
@@ -1692,7 +1854,7 @@ START_TEST(pause_timeout_fails_request)
 	struct client	*c = cl_open(sock_path);
 	struct resp	 r;
 
-	srv.pause_timeout = 0.3;
+	http_server_timeouts(srv, HTTP_STUCK_TIMEOUT, HTTP_HEAD_TIMEOUT, 0.3);
 	held_begin(c);
 	ck_assert(cl_reply(c, &r));
 	assert_error(&r, 503, "busy");
@@ -1700,6 +1862,222 @@ START_TEST(pause_timeout_fails_request)
 	resp_free(&r);
 	ck_assert(cl_wait_eof(c));
 	ck_assert_int_eq(held.closed, 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Switching protocols */
+
+#define UPGRADE_REQ	"GET /v1/upgrade HTTP/1.1\r\nHost: x\r\n" \
+			"Upgrade: test\r\nConnection: Upgrade\r\n\r\n"
+
+static bool
+up_taken(void *arg)
+{
+	(void)arg;
+	return up.fd != -1;
+}
+
+/* Exactly want, and nothing more, from fd. */
+static void
+fd_expect(int fd, const char *want)
+{
+	struct pollfd	pfd = { .fd = fd, .events = POLLIN };
+	char		got[256];
+	size_t		n = strlen(want), have = 0;
+	double		end = tu_now() + WAIT_S;
+	ssize_t		k;
+
+	while (have < n && tu_now() < end) {
+		k = read(fd, got + have, sizeof(got) - have);
+		if (k > 0) {
+			have += (size_t)k;
+			continue;
+		}
+		ck_assert_msg(k == -1 && errno == EAGAIN, "read: %zd", k);
+		(void)poll(&pfd, 1, 10);
+	}
+	ck_assert_uint_eq(have, n);
+	ck_assert_int_eq(memcmp(got, want, n), 0);
+}
+
+/* What a unix socket takes of BLOB_LEN writes before it would block. */
+static size_t
+socket_room(void)
+{
+	static char	d[BLOB_LEN];
+	int		sv[2];
+	size_t		n = 0;
+	ssize_t		w;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0, sv), 0);
+	while ((w = write(sv[0], d, sizeof(d))) > 0)
+		n += (size_t)w;
+	ck_assert_int_eq(errno, EAGAIN);
+	close(sv[0]);
+	close(sv[1]);
+	return n;
+}
+
+/*
+ * Blob replies ahead of an upgrade, enough to fill the socket but not
+ * the output bound, so that its head is queued when it is answered.
+ */
+static void
+upgrade_behind_blobs(struct client *c, int *nblob)
+{
+	struct buf	reqs = { 0 };
+	int		i;
+
+	*nblob = (int)(socket_room() / BLOB_LEN) + 2;
+	ck_assert_uint_lt((size_t)2 * BLOB_LEN, HTTP_OUT_READ_MAX);
+	for (i = 0; i < *nblob; i++)
+		ck_assert_int_eq(buf_addstr(&reqs,
+		    "GET /v1/blob HTTP/1.1\r\n\r\n"), 0);
+	ck_assert_int_eq(buf_addstr(&reqs, UPGRADE_REQ "xyz"), 0);
+	ck_assert_int_eq(cl_send(c, reqs.data, reqs.len), 0);
+	buf_free(&reqs);
+	spin(30);
+	ck_assert_ptr_nonnull(strstr(order, "upgrade;"));
+	ck_assert_int_eq(up.rc, 1);
+	ck_assert_int_eq(up.early_rc, -1);
+	ck_assert_int_eq(up.early_errno, EBUSY);
+	ck_assert_int_eq(up.fd, -1);
+}
+
+START_TEST(upgrade_hands_over_rest)
+{
+	static const char	 partial[] = "GET /hello HTTP/1.1\r\nHo";
+	struct client		*c;
+	struct resp		 r;
+	double			 end;
+
+	/* Short enough to fire below, were the socket still the server's. */
+	http_server_timeouts(srv, 0.2, 0.2, 0.2);
+	c = cl_open(sock_path);
+	/* One write: the bytes after the head are the new protocol's. */
+	cl_sendf(c, UPGRADE_REQ "xyz");
+	ck_assert(tu_run_until(loop, up_taken, NULL, WAIT_S));
+	ck_assert_int_eq(up.rc, 0);
+	ck_assert_int_eq(up.takes, 1);
+	ck_assert_uint_eq(buf_avail(&up.in), 3);
+	ck_assert_int_eq(memcmp(buf_head(&up.in), "xyz", 3), 0);
+	ck_assert(cl_reply(c, &r));
+	ck_assert_msg(strncmp(r.head, "HTTP/1.1 101 Switching Protocols\r\n",
+	    34) == 0, "%s", r.head);
+	ck_assert_str_eq(resp_header(&r, "Upgrade"), "test");
+	ck_assert_str_eq(resp_header(&r, "Connection"), "Upgrade");
+	ck_assert_str_eq(resp_header(&r, "X-Up"), "1");
+	resp_free(&r);
+	ck_assert_uint_eq(buf_avail(&c->in), 0);
+
+	/*
+	 * Its slot stays counted, but the server neither reads the socket
+	 * (a partial head would get a 408) nor times it out, and closing
+	 * every connection leaves it alone.
+	 */
+	ck_assert_int_eq(http_server_nconns(srv), 1);
+	ck_assert_int_eq(cl_send(c, partial, sizeof(partial) - 1), 0);
+	http_close_all(srv);
+	end = tu_now() + 0.6;
+	while (tu_now() < end)
+		spin(10);
+	ck_assert(!cl_pump(c));
+	ck_assert_int_eq(up.closed, 0);
+	ck_assert_str_eq(order, "upgrade;");
+	fd_expect(up.fd, partial);
+	ck_assert_int_eq(write(up.fd, "pong", 4), 4);
+	fd_expect(c->fd, "pong");
+	ck_assert_int_eq(http_server_nconns(srv), 1);
+	http_server_release(srv);
+	ck_assert_int_eq(http_server_nconns(srv), 0);
+}
+END_TEST
+
+START_TEST(upgrade_waits_for_full_socket)
+{
+	struct client	*c = cl_open(sock_path);
+	struct resp	 r;
+	int		 i, nblob;
+
+	upgrade_behind_blobs(c, &nblob);
+	/* Reading lets all of it out, in order; then the socket moves. */
+	for (i = 0; i < nblob; i++) {
+		ck_assert_msg(cl_reply(c, &r), "reply %d", i);
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_uint_eq(r.body.len, BLOB_LEN);
+		resp_free(&r);
+	}
+	ck_assert(cl_reply(c, &r));
+	ck_assert_int_eq(r.status, 101);
+	resp_free(&r);
+	ck_assert(tu_run_until(loop, up_taken, NULL, WAIT_S));
+	ck_assert_int_eq(up.takes, 1);
+	ck_assert_int_eq(up.closed, 0);
+	ck_assert_uint_eq(buf_avail(&up.in), 3);
+	ck_assert_int_eq(memcmp(buf_head(&up.in), "xyz", 3), 0);
+	ck_assert_uint_eq(buf_avail(&c->in), 0);
+	ck_assert_int_eq(write(up.fd, "ping", 4), 4);
+	fd_expect(c->fd, "ping");
+	http_server_release(srv);
+}
+END_TEST
+
+START_TEST(upgrade_client_vanishes)
+{
+	struct client	*c = cl_open(sock_path);
+	int		 nblob;
+
+	upgrade_behind_blobs(c, &nblob);
+	cl_close(c);
+	ck_assert(tu_run_until(loop, no_conns, NULL, WAIT_S));
+	/* The owner hears of it, as of any close, and gets no socket. */
+	ck_assert_int_eq(up.closed, 1);
+	ck_assert_int_eq(up.takes, 0);
+	ck_assert_int_eq(up.fd, -1);
+}
+END_TEST
+
+START_TEST(upgrade_keeps_its_slot)
+{
+	struct client	*c1, *c2, *c4;
+	struct resp	 r;
+	char		 path[160];
+
+	limited_server(path, sizeof(path));
+	c1 = cl_open(path);
+	cl_sendf(c1, UPGRADE_REQ);
+	ck_assert(tu_run_until(loop, up_taken, NULL, WAIT_S));
+	ck_assert_int_eq(http_server_nconns(other), 1);
+	c2 = cl_open(path);
+	get(c2, "/hello?n=2", &r);
+	ck_assert_int_eq(r.status, 200);
+	resp_free(&r);
+	ck_assert_int_eq(http_server_nconns(other), 2);
+
+	/* The upgraded socket and one connection fill the two slots. */
+	assert_refused(path);
+	ck_assert_int_eq(http_server_nconns(other), 2);
+
+	/* Given back by its owner, the slot is taken again. */
+	close(up.fd);
+	up.fd = -1;
+	http_server_release(other);
+	ck_assert_int_eq(http_server_nconns(other), 1);
+	c4 = cl_open(path);
+	get(c4, "/hello?n=4", &r);
+	ck_assert_int_eq(r.status, 200);
+	resp_free(&r);
+	ck_assert_str_eq(order, "upgrade;hello:2;hello:4;");
+
+	cl_close(c1);
+	cl_close(c2);
+	cl_close(c4);
+	http_close_all(other);
+	ck_assert(tu_run_until(loop, other_none, NULL, WAIT_S));
+	http_server_free(other);
+	unlink(path);
 }
 END_TEST
 
@@ -1719,11 +2097,12 @@ START_TEST(socket_mode_0600)
 	/* Whatever the umask, and the umask is given back. */
 	snprintf(path, sizeof(path), "%s/open", dir_path);
 	old = umask(0);
-	ck_assert_int_eq(http_listen(&other, loop, path, routes, NULL, 4), 0);
+	other = http_server_new(loop, path, routes, NULL, 4);
+	ck_assert_ptr_nonnull(other);
 	ck_assert_uint_eq(umask(old), 0);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
-	http_stop_accepting(&other);
+	http_server_free(other);
 	unlink(path);
 }
 END_TEST
@@ -1744,18 +2123,18 @@ START_TEST(stale_socket_replaced)
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	close(fd);
 
-	ck_assert_int_eq(http_listen(&other, loop, sun.sun_path, routes, NULL,
-	    4), 0);
+	other = http_server_new(loop, sun.sun_path, routes, NULL, 4);
+	ck_assert_ptr_nonnull(other);
 	c = cl_open(sun.sun_path);
 	get(c, "/hello?n=stale", &r);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(body_str(&r), "hello stale");
 	resp_free(&r);
-	ck_assert_int_eq(other.nconns, 1);
+	ck_assert_int_eq(http_server_nconns(other), 1);
 	cl_close(c);
-	http_close_all(&other);
+	http_close_all(other);
 	ck_assert(tu_run_until(loop, other_none, NULL, WAIT_S));
-	http_stop_accepting(&other);
+	http_server_free(other);
 	unlink(sun.sun_path);
 }
 END_TEST
@@ -1770,8 +2149,7 @@ START_TEST(live_socket_refused)
 
 	ck_assert_int_eq(stat(sock_path, &before), 0);
 	errno = 0;
-	ck_assert_int_eq(http_listen(&other, loop, sock_path, routes, NULL, 4),
-	    -1);
+	ck_assert_ptr_null(http_server_new(loop, sock_path, routes, NULL, 4));
 	ck_assert_int_eq(errno, EADDRINUSE);
 	/* The live agent's socket is the same file, and still answers. */
 	ck_assert_int_eq(stat(sock_path, &after), 0);
@@ -1788,7 +2166,7 @@ START_TEST(live_socket_refused)
 	ck_assert_int_eq(write(fd, "data", 4), 4);
 	close(fd);
 	errno = 0;
-	ck_assert_int_eq(http_listen(&other, loop, path, routes, NULL, 4), -1);
+	ck_assert_ptr_null(http_server_new(loop, path, routes, NULL, 4));
 	ck_assert_int_eq(errno, EEXIST);
 	ck_assert_int_eq(stat(path, &after), 0);
 	ck_assert_uint_eq(after.st_size, 4);
@@ -1798,7 +2176,7 @@ START_TEST(live_socket_refused)
 	memset(path, 'p', sizeof(path) - 1);
 	path[sizeof(path) - 1] = '\0';
 	errno = 0;
-	ck_assert_int_eq(http_listen(&other, loop, path, routes, NULL, 4), -1);
+	ck_assert_ptr_null(http_server_new(loop, path, routes, NULL, 4));
 	ck_assert_int_eq(errno, ENAMETOOLONG);
 }
 END_TEST
@@ -1814,6 +2192,7 @@ http_suite(void)
 	tcase_add_test(tc, route_captures);
 	tcase_add_test(tc, route_not_found);
 	tcase_add_test(tc, route_method_not_allowed);
+	tcase_add_test(tc, route_namespace);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("connections");
@@ -1870,6 +2249,15 @@ http_suite(void)
 	tcase_add_test(tc, paused_hangup_closes);
 	tcase_add_test(tc, paused_half_close_gets_reply);
 	tcase_add_test(tc, pause_timeout_fails_request);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("upgrade");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, upgrade_hands_over_rest);
+	tcase_add_test(tc, upgrade_waits_for_full_socket);
+	tcase_add_test(tc, upgrade_client_vanishes);
+	tcase_add_test(tc, upgrade_keeps_its_slot);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("listen");
