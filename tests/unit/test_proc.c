@@ -260,8 +260,8 @@ START_TEST(spawn_exit_code)
 	ck_assert(!p->timed_out);
 	ck_assert_int_ge(p->ended_ms, p->started_ms);
 	ck_assert(proc_output_done(p));
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 3);
-	ck_assert_uint_eq(p->ls.end[LS_STDERR], 0);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 3);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDERR], 0);
 	ck_assert_int_eq(tab.nlive, 0);
 	ck_assert_int_eq(tab.nexited, 1);
 
@@ -361,8 +361,8 @@ START_TEST(output_drained_whole)
 
 	p = spawn(&o);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 300000);
-	ck_assert_uint_eq(p->ls.end[LS_STDERR], 70000);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 300000);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDERR], 70000);
 	s = rec_file(p, "stdout", &len);
 	ck_assert_uint_eq(len, 300000);
 	for (i = 0; i < len; i++)
@@ -682,7 +682,7 @@ end_cb(struct proc_watch *w, enum proc_event ev)
 
 	seen_cb(w, ev);
 	if (ev == PROC_EV_END) {
-		ck_assert_uint_eq(w->proc->ls.end[LS_STDOUT], 5);
+		ck_assert_uint_eq(w->proc->rec.ls.end[LS_STDOUT], 5);
 		ck_assert(proc_output_done(w->proc));
 		ck_assert_int_eq(w->proc->state, PROC_EXITED);
 		s->n[PROC_EV_GONE] = 100;	/* marks the check as done */
@@ -737,13 +737,13 @@ START_TEST(escaped_grandchild)
 	/* Out of the group: the record ends without it... */
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert(!proc_output_done(p));
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 6);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 6);
 	/* ...and what it writes to the inherited pipe is still stored. */
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	s = rec_file(p, "stdout", NULL);
 	ck_assert_str_eq(s, "early\nlate\n");
 	free(s);
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 11);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 11);
 	{
 		cJSON	*j = rec_json(p, "status.json");
 
@@ -823,7 +823,7 @@ has_three(void *arg)
 {
 	struct proc	*p = arg;
 
-	return p->ls.end[LS_STDOUT] == 3;
+	return p->rec.ls.end[LS_STDOUT] == 3;
 }
 
 START_TEST(stdin_stays_open)
@@ -840,7 +840,7 @@ START_TEST(stdin_stays_open)
 	/* Closing without data. */
 	ck_assert_int_eq(proc_stdin(p, "", 0, true), 0);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 3);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 3);
 	j = rec_json(p, "meta.json");
 	ck_assert_str_eq(item(item(j, "options"), "stdin")->valuestring,
 	    "pipe");
@@ -852,7 +852,7 @@ START_TEST(stdin_stays_open)
 	ck_assert_int_eq(proc_stdin(q, "x", 1, false), -1);
 	ck_assert_int_eq(errno, EPIPE);
 	ck_assert(tu_run_until(loop, is_done, q, WAIT_S));
-	ck_assert_uint_eq(q->ls.end[LS_STDOUT], 0);
+	ck_assert_uint_eq(q->rec.ls.end[LS_STDOUT], 0);
 	ck_assert_int_eq(q->code, 0);
 }
 END_TEST
@@ -921,7 +921,7 @@ START_TEST(stdin_hold_and_wake)
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.err, 0);
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 2 * n);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 2 * n);
 
 	/* No reader: the process ends with bytes queued, which are lost. */
 	memset(&a, 0, sizeof(a));
@@ -1094,7 +1094,7 @@ START_TEST(child_limits)
 	/* Once launched, the child has the score and fd limit it is given. */
 	p = spawn(&o);
 	s = proc_file(p->pid, "oom_score_adj");
-	ck_assert_int_eq(atoi(s), tab.child_oom);
+	ck_assert_int_eq(atoi(s), tab.limits.oom_adj);
 	free(s);
 	s = proc_file(p->pid, "limits");
 	line = strstr(s, "Max open files");
@@ -1356,7 +1356,7 @@ START_TEST(status_refused_then_retried)
 	ck_assert(!tu_exists(procsfd, "full/status.json"));
 	ck_assert(!tu_exists(procsfd, "full/status.json.tmp"));
 	ck_assert(!tu_exists(procsfd, "full/meta.json"));
-	ck_assert(p->status_failed);
+	ck_assert(p->rec.status_failed);
 	j = proc_status_json(p);
 	ck_assert(cJSON_IsTrue(item(j, "statusWriteFailed")));
 	cJSON_Delete(j);
@@ -1395,14 +1395,14 @@ START_TEST(replacement_refused_keeps_last)
 	ck_assert(tu_run_until(loop, has_status, p, WAIT_S));
 	fsize_limit(16);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert(p->status_failed);
+	ck_assert(p->rec.status_failed);
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "running");
 	cJSON_Delete(j);
 	/* At shutdown, what is owed gets one more try. */
 	fsize_limit(RLIM_INFINITY);
 	proctab_finalize(&tab);
-	ck_assert(!p->status_failed);
+	ck_assert(!p->rec.status_failed);
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
 	cJSON_Delete(j);
@@ -1427,7 +1427,7 @@ START_TEST(table_without_boot_dir)
 	tu_put(statefd2, "boots", "not a directory");
 	ck_assert_int_eq(proctab_init(&t2, loop, boot2, statefd2, -1), 0);
 	tab2 = &t2;
-	ck_assert_int_eq(t2.procsfd, -1);
+	ck_assert_int_eq(t2.recs.fd, -1);
 	ck_assert_int_eq(proctab_state_error(&t2, &bootdir, NULL), ENOTDIR);
 	ck_assert(!bootdir);
 
@@ -1436,18 +1436,18 @@ START_TEST(table_without_boot_dir)
 	ck_assert_msg(p != NULL, "%s", strerror(err));
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(p->code, 0);
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT] + p->ls.end[LS_STDERR], 0);
-	ck_assert_uint_eq(p->ls.dropped, 5);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT] + p->rec.ls.end[LS_STDERR], 0);
+	ck_assert_uint_eq(p->rec.ls.dropped, 5);
 	ck_assert_uint_eq(t2.dropped, 5);
 	ck_assert_int_eq(proctab_state_error(&t2, NULL, &pending), ENOTDIR);
 	ck_assert_int_eq(pending, 1);
-	ck_assert_ptr_eq(proc_store(p), &p->ls);
+	ck_assert_ptr_eq(proc_store(p), &p->rec.ls);
 
 	/* The directory becomes possible: boot dir, record, its files. */
 	ck_assert_int_eq(unlinkat(statefd2, "boots", 0), 0);
 	ck_assert(tu_run_until(loop, owes_nothing, &t2,
 	    STATE_RETRY_S + WAIT_S));
-	ck_assert_int_ne(t2.procsfd, -1);
+	ck_assert_int_ne(t2.recs.fd, -1);
 	ck_assert(tu_exists(statefd2, "boots"));
 	snprintf(rec, sizeof(rec), "boots/%s/procs/mem/status.json", boot2);
 	j = tu_json(statefd2, rec);
