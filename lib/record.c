@@ -36,6 +36,7 @@ static void	record_dir_done(struct record *, int);
 static int	record_mkdir(struct record *);
 static int	record_open_store(struct record *, uint64_t);
 static int	record_opendir(int, const char *);
+static DIR	*record_opendirs(int);
 static cJSON	*record_read_json(int, const char *);
 static cJSON	*record_status_from_meta(int, const char *, const char *);
 static void	record_lose(int, const char *, const char *, const char *,
@@ -309,6 +310,24 @@ record_opendir(int procsfd, const char *id)
 	return fsutil_open(procsfd, id, O_RDONLY | O_DIRECTORY, 0);
 }
 
+/*
+ * The records of a procs directory, for readdir: an open of its own (a
+ * dup would share, and leave at the end, the caller's offset).
+ */
+static DIR *
+record_opendirs(int procsfd)
+{
+	DIR	*d;
+	int	 fd;
+
+	if ((fd = openat(procsfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return NULL;
+	if ((d = fdopendir(fd)) == NULL)
+		close(fd);
+	return d;
+}
+
 char *
 record_status_text(int procsfd, const char *id, size_t *len)
 {
@@ -365,14 +384,11 @@ record_list(int procsfd, const char *state)
 	const cJSON	*st;
 	cJSON		*a, *j;
 	DIR		*d;
-	int		 fd, dfd;
+	int		 dfd;
 
 	a = cJSON_CreateArray();
-	if ((fd = dup(procsfd)) == -1 || (d = fdopendir(fd)) == NULL) {
-		if (fd != -1)
-			close(fd);
+	if ((d = record_opendirs(procsfd)) == NULL)
 		return a;
-	}
 	while ((de = readdir(d)) != NULL) {
 		if ((dfd = record_opendir(procsfd, de->d_name)) == -1)
 			continue;
@@ -404,13 +420,10 @@ record_mark_lost(int procsfd, const char *boot)
 	char		 now[TIME_MAX];
 	cJSON		*j;
 	DIR		*d;
-	int		 fd, dfd;
+	int		 dfd;
 
-	if ((fd = dup(procsfd)) == -1 || (d = fdopendir(fd)) == NULL) {
-		if (fd != -1)
-			close(fd);
+	if ((d = record_opendirs(procsfd)) == NULL)
 		return;
-	}
 	codec_time(now, codec_now_ms());
 	while ((de = readdir(d)) != NULL) {
 		/* A link planted as a record is none: never written through. */

@@ -11,5 +11,7 @@
 	X(fsutil) \
 	X(boot) \
 	X(http) \
+	X(spawn) \
+	X(record) \
 	X(proc) \
 	X(hclient)
