@@ -135,12 +135,9 @@ void
 logstore_create_none(struct logstore *ls, int nstreams,
     const char *const names[], uint64_t maxbytes)
 {
-	int	i;
-
 	memset(ls, 0, sizeof(*ls));
+	memset(ls->fd, 0xff, sizeof(ls->fd));	/* -1 each */
 	ls->idxfd = ls->dirfd = -1;
-	for (i = 0; i < LS_NSTREAMS; i++)
-		ls->fd[i] = -1;
 	ls->nstreams = nstreams;
 	ls->maxbytes = maxbytes;
 	ls->names = names;

@@ -33,8 +33,9 @@ static void	opts(struct spawn_opts *, char **);
 static int	run_out(struct spawn_opts *, char *, size_t);
 static int	reap(pid_t);
 static int	pty_open(char *, size_t);
-static size_t	pty_read_all(int, char *, size_t, pid_t, int *);
+static int	run_tty(struct spawn_opts *, char *, size_t, char *, size_t);
 static void	mkexe(const char *, const char *, mode_t);
+static void	must_fail(struct spawn_opts *, int, bool);
 
 static void
 setup(void)
@@ -100,6 +101,18 @@ run_out(struct spawn_opts *o, char *out, size_t n)
 	return reap(pid);
 }
 
+/* o must not start: errno err, and the program's fault or not. */
+static void
+must_fail(struct spawn_opts *o, int err, bool programs)
+{
+	bool	failed = !programs;
+
+	errno = 0;
+	ck_assert_int_eq(spawn_start(o, &failed), -1);
+	ck_assert_int_eq(errno, err);
+	ck_assert(failed == programs);
+}
+
 static void
 mkexe(const char *name, const char *body, mode_t mode)
 {
@@ -121,18 +134,30 @@ pty_open(char *slave, size_t n)
 	return m;
 }
 
-/* What the child wrote to its terminal, until it exits (EIO then). */
-static size_t
-pty_read_all(int m, char *out, size_t n, pid_t pid, int *status)
+/*
+ * Run o on a pty of our own as its controlling terminal (its name into
+ * slave): what it wrote there until it exited (EIO then); its status.
+ */
+static int
+run_tty(struct spawn_opts *o, char *slave, size_t sn, char *out, size_t n)
 {
+	bool	failed = true;
 	size_t	got = 0;
 	ssize_t	r;
+	pid_t	pid;
+	int	m, st;
 
+	m = pty_open(slave, sn);
+	o->ctty = slave;
+	pid = spawn_start(o, &failed);
+	ck_assert_msg(pid > 0, "%s: %s", o->argv[0], strerror(errno));
+	ck_assert(!failed);
 	while (got + 1 < n && (r = read(m, out + got, n - 1 - got)) > 0)
 		got += r;
 	out[got] = '\0';
-	*status = reap(pid);
-	return got;
+	st = reap(pid);
+	close(m);
+	return st;
 }
 
 /* ------------------------------------------------------------------ */
@@ -227,14 +252,10 @@ END_TEST
 START_TEST(posix_bad_action_fails)
 {
 	struct spawn_opts o;
-	bool		 failed = true;
 
 	opts(&o, ARGV("true"));
 	o.fd[1] = getdtablesize() + 10;
-	errno = 0;
-	ck_assert_int_eq(spawn_start(&o, &failed), -1);
-	ck_assert_int_eq(errno, EBADF);
-	ck_assert(!failed);
+	must_fail(&o, EBADF, false);
 	/* No child was made. */
 	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
 	ck_assert_int_eq(errno, ECHILD);
@@ -245,27 +266,16 @@ START_TEST(posix_failures_are_the_programs)
 {
 	struct spawn_opts o;
 	char		 out[64], path[128];
-	bool		 failed = false;
 
 	opts(&o, ARGV("tend-no-such-program"));
-	ck_assert_int_eq(spawn_start(&o, &failed), -1);
-	ck_assert_int_eq(errno, ENOENT);
-	ck_assert(failed);
-
+	must_fail(&o, ENOENT, true);
 	mkexe("plain", "data\n", 0644);
 	snprintf(path, sizeof(path), "%s/plain", tdir_path);
 	opts(&o, ARGV(path));
-	failed = false;
-	ck_assert_int_eq(spawn_start(&o, &failed), -1);
-	ck_assert_int_eq(errno, EACCES);
-	ck_assert(failed);
-
+	must_fail(&o, EACCES, true);
 	opts(&o, ARGV("true"));
 	o.cwd = "/nonexistent/dir";
-	failed = false;
-	ck_assert_int_eq(spawn_start(&o, &failed), -1);
-	ck_assert_int_eq(errno, ENOENT);
-	ck_assert(failed);
+	must_fail(&o, ENOENT, true);
 
 	/* No #! line: a shell script, as execvp has it. */
 	mkexe("script", "echo from-sh \"$0\" \"$1\"\n", 0755);
@@ -284,30 +294,25 @@ START_TEST(fork_ctty)
 {
 	struct spawn_opts o;
 	char		 slave[64], out[1024], *s;
-	bool		 failed = true;
-	pid_t		 pid;
-	int		 m, st, fpid, ppid, pgrp, sid, tty;
+	int		 fpid, ppid, pgrp, sid, tty;
 	char		 comm[64], state;
 
-	m = pty_open(slave, sizeof(slave));
-	opts(&o, ARGV("sh", "-c", "tty; exec cat /proc/self/stat"));
-	o.ctty = slave;
-	pid = spawn_start(&o, &failed);
-	ck_assert_msg(pid > 0, "%s", strerror(errno));
-	ck_assert(!failed);
-	pty_read_all(m, out, sizeof(out), pid, &st);
-	close(m);
-	ck_assert_int_eq(st, 0);
-	/* Its stdin (tty reads fd 0) is the terminal ... */
-	ck_assert_int_eq(strncmp(out, slave, strlen(slave)), 0);
-	/* ... which is its controlling terminal, in its own session. */
+	opts(&o, ARGV("sh", "-c", "echo $$; tty; exec cat /proc/self/stat"));
+	ck_assert_int_eq(run_tty(&o, slave, sizeof(slave), out, sizeof(out)),
+	    0);
 	s = strchr(out, '\n');
+	ck_assert_ptr_nonnull(s);
+	s++;
+	/* Its stdin (tty reads fd 0) is the terminal ... */
+	ck_assert_int_eq(strncmp(s, slave, strlen(slave)), 0);
+	/* ... which is its controlling terminal, in its own session. */
+	s = strchr(s, '\n');
 	ck_assert_ptr_nonnull(s);
 	ck_assert_int_eq(sscanf(s + 1, "%d %63s %c %d %d %d %d", &fpid, comm,
 	    &state, &ppid, &pgrp, &sid, &tty), 7);
-	ck_assert_int_eq(fpid, pid);
-	ck_assert_int_eq(sid, pid);
-	ck_assert_int_eq(pgrp, pid);
+	ck_assert_int_eq(fpid, atoi(out));
+	ck_assert_int_eq(sid, fpid);
+	ck_assert_int_eq(pgrp, fpid);
 	ck_assert_int_ne(tty, 0);
 }
 END_TEST
@@ -317,32 +322,23 @@ START_TEST(fork_errno_handshake)
 {
 	struct spawn_opts o;
 	char		 slave[64];
-	bool		 failed = false;
-	int		 m;
+	int		 m, st;
 
 	m = pty_open(slave, sizeof(slave));
 	opts(&o, ARGV("/nonexistent/tend-no-such-binary"));
 	o.ctty = slave;
-	ck_assert_int_eq(spawn_start(&o, &failed), -1);
-	ck_assert_int_eq(errno, ENOENT);
-	ck_assert(failed);
+	must_fail(&o, ENOENT, true);
 	opts(&o, ARGV("true"));
 	o.ctty = "/nonexistent/pts";
-	failed = false;
-	ck_assert_int_eq(spawn_start(&o, &failed), -1);
-	ck_assert_int_eq(errno, ENOENT);
-	ck_assert(failed);
+	must_fail(&o, ENOENT, true);
 	opts(&o, ARGV("true"));
 	o.ctty = slave;
 	o.cwd = "/nonexistent/dir";
-	failed = false;
-	ck_assert_int_eq(spawn_start(&o, &failed), -1);
-	ck_assert_int_eq(errno, ENOENT);
-	ck_assert(failed);
+	must_fail(&o, ENOENT, true);
 	close(m);
 	/* The failed children exited 127, left to the reaper. */
-	while (waitpid(-1, &m, 0) > 0)
-		ck_assert_int_eq(WEXITSTATUS(m), 127);
+	while (waitpid(-1, &st, 0) > 0)
+		ck_assert_int_eq(WEXITSTATUS(st), 127);
 }
 END_TEST
 
@@ -354,9 +350,6 @@ START_TEST(signals_reset_both_paths)
 	struct spawn_opts o;
 	char		 slave[64], out[4096];
 	sigset_t	 set;
-	bool		 failed;
-	pid_t		 pid;
-	int		 m, st;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
@@ -370,14 +363,9 @@ START_TEST(signals_reset_both_paths)
 	ck_assert_msg(strstr(out, "\nSigIgn:\t0000000000000000\n") != NULL,
 	    "%s", out);
 
-	m = pty_open(slave, sizeof(slave));
 	opts(&o, ARGV("cat", "/proc/self/status"));
-	o.ctty = slave;
-	pid = spawn_start(&o, &failed);
-	ck_assert_int_gt(pid, 0);
-	pty_read_all(m, out, sizeof(out), pid, &st);
-	close(m);
-	ck_assert_int_eq(st, 0);
+	ck_assert_int_eq(run_tty(&o, slave, sizeof(slave), out, sizeof(out)),
+	    0);
 	/* A terminal ends lines with \r\n. */
 	ck_assert_msg(strstr(out, "SigBlk:\t0000000000000000") != NULL, "%s",
 	    out);
@@ -391,9 +379,6 @@ START_TEST(limits_both_paths)
 	struct spawn_limits l = { 0 };
 	struct spawn_opts o;
 	char		 out[256], slave[64], want[64];
-	bool		 failed;
-	pid_t		 pid;
-	int		 m, st;
 
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &l.nofile), 0);
 	l.nofile.rlim_cur = 64;
@@ -408,15 +393,10 @@ START_TEST(limits_both_paths)
 	ck_assert_str_eq(out, want);
 
 	/* The forked child sets them itself, before exec. */
-	m = pty_open(slave, sizeof(slave));
 	opts(&o, ARGV("sh", "-c", "ulimit -Sn; cat /proc/self/oom_score_adj"));
 	o.limits = &l;
-	o.ctty = slave;
-	pid = spawn_start(&o, &failed);
-	ck_assert_int_gt(pid, 0);
-	pty_read_all(m, out, sizeof(out), pid, &st);
-	close(m);
-	ck_assert_int_eq(st, 0);
+	ck_assert_int_eq(run_tty(&o, slave, sizeof(slave), out, sizeof(out)),
+	    0);
 	ck_assert_str_eq(out, "64\r\n777\r\n");
 }
 END_TEST
