@@ -20,7 +20,6 @@
 #include "api.h"
 #include "codec.h"
 #include "cursor.h"
-#include "fsutil.h"
 #include "log.h"
 #include "record.h"
 #include "util.h"

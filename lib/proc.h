@@ -64,7 +64,9 @@ struct proc_link {
 /*
  * A party interested in one process (a waiter, a follower): embedded in
  * its owner, recovered with container_of in fn.  proc is the process
- * watched, NULL once the watch is removed.
+ * watched, NULL once the watch is removed.  In fn a watcher may remove
+ * any watch, free it, add one; not remove the record (proc_delete): the
+ * table's own removals wait for the loop (trimming) for that reason.
  */
 struct proc_watch {
 	struct proc_link	 link;

@@ -37,7 +37,7 @@ struct record {
 	bool		 fds_open;	/* ls (and dirfd) hold open files */
 	bool		 status_failed;	/* the last status.json write failed */
 	char		*meta;		/* meta.json, until it is written */
-	struct logstore	 ls;
+	struct logstore	 ls;		/* its output: the owner drains into it */
 };
 
 /* ------------------------------------------------------------------ */

@@ -19,8 +19,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
-#define SPAWN_LIBC		/* see spawn.h */
-#include <spawn.h>
+#include <spawn.h>	/* the C library's too: see spawn.h */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
