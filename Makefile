@@ -3,7 +3,7 @@
 CC	?= cc
 BUILD	?= build
 OPT	?= -O2 -g
-CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -Ilib \
+CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -iquote lib \
 	   -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith
 # libev, http-parser, nettle and libarchive (with zlib, for gzip) link
@@ -84,7 +84,7 @@ FUZZ_CC		?= clang
 FUZZ_SECONDS	?= 30
 FUZZ_TARGETS	:= codec http json
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -Ilib
+FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lcjson -larchive -lm
 FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o)
 

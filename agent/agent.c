@@ -29,6 +29,9 @@
 #include "fsutil.h"
 #include "log.h"
 #include "proc.h"
+#include "spawn.h"
+
+extern char **environ;
 
 #define AGENT_REAP_WAIT	2.0	/* s after KILL before giving up on reaping */
 
@@ -58,6 +61,7 @@ static ev_child		 reaper;
 static ev_signal	 sigs[8];
 static ev_timer		 grace_timer;
 static ev_io		 log_io;	/* stderr full: flush when writable */
+static struct proctab_sub settled;	/* at shutdown: records that end */
 
 static void	agent_usage(FILE *);
 static void	agent_options(int, char **);
@@ -67,7 +71,8 @@ static void	agent_signal_cb(struct ev_loop *, ev_signal *, int);
 static void	agent_grace_cb(struct ev_loop *, ev_timer *, int);
 static void	agent_shutdown(void);
 static void	agent_maybe_done(void);
-static void	agent_settled(struct proctab *);
+static void	agent_settled(struct proctab_sub *, struct proc *,
+		    enum proctab_event);
 static void	agent_log_blocked(int);
 static void	agent_log_cb(struct ev_loop *, ev_io *, int);
 
@@ -229,7 +234,7 @@ agent_main(int argc, char **argv)
 	agent_options(argc, argv);
 	log_init("tend", opt.verbose);
 	/* Nothing inherited: children get default dispositions from us. */
-	proc_reset_signals();
+	spawn_reset_signals();
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Outside a PID namespace, orphans of our children still come to us. */
@@ -280,14 +285,16 @@ agent_main(int argc, char **argv)
 	}
 	http_server_timeouts(api.srv, opt.stuck, opt.head, HTTP_PAUSE_TIMEOUT);
 
-	if (opt.wrapped != NULL)
-		main_pid = agent_spawn_main(opt.wrapped);
+	if (opt.wrapped != NULL &&
+	    (main_pid = agent_spawn_main(opt.wrapped)) == -1)
+		goto out;	/* exit_code says why, as a shell's would */
 
 	log_info("event=ready boot=%s pid=%d socket=%s state=%s ms=%lld", boot,
 	    (int)getpid(), opt.socket, opt.statedir,
 	    (long long)(codec_mono_ms() - t0));
 	ev_run(loop, 0);
 
+out:
 	proctab_finalize(&tab);
 	proctab_free(&tab);
 	unlink(opt.socket);
@@ -296,32 +303,31 @@ agent_main(int argc, char **argv)
 }
 
 /*
- * Wrapper mode's main child: the agent's process group, default signal
- * dispositions and an empty mask (libev blocks what it watches).  Exec
- * failure exits 127 (not found) or 126 (not executable), as a shell does.
+ * Wrapper mode's main child: the agent's process group, stdio and
+ * environment, default signal dispositions and an empty mask (libev
+ * blocks what it watches), the children's limits.  A program that cannot
+ * be run makes the agent exit 127 (not found) or 126 (not executable),
+ * as a shell does: -1 then, exit_code set.
  */
 static pid_t
 agent_spawn_main(char **argv)
 {
-	sigset_t		all, old;
+	struct spawn_opts	o;
 	pid_t			pid;
-	int			err;
+	bool			failed;
 
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = fork();
-	if (pid == 0) {
-		proc_reset_signals();
-		proc_child_limits(&tab, 0);
-		execvp(argv[0], argv);
-		err = errno;
-		fprintf(stderr, "tend: level=fatal event=exec_failed cmd=%s "
-		    "err=\"%s\"\n", argv[0], strerror(err));
-		_exit(err == ENOENT ? 127 : 126);
+	memset(&o, 0, sizeof(o));
+	o.argv = argv;
+	o.envp = environ;
+	o.fd[0] = o.fd[1] = o.fd[2] = -1;
+	o.limits = &tab.limits;
+	if ((pid = spawn_start(&o, &failed)) == -1) {
+		if (!failed)
+			fatal("event=fork_failed cmd=%s", argv[0]);
+		exit_code = errno == ENOENT ? 127 : 126;
+		log_warn("event=exec_failed cmd=%s", argv[0]);
+		return -1;
 	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (pid == -1)
-		fatal("event=fork_failed cmd=%s", argv[0]);
 	log_info("event=main_started pid=%d cmd=%s", (int)pid, argv[0]);
 	return pid;
 }
@@ -386,7 +392,7 @@ agent_shutdown(void)
 	if (shutting_down)
 		return;
 	shutting_down = true;
-	tab.on_settle = agent_settled;
+	proctab_subscribe(&tab, &settled, agent_settled);
 	http_stop_accepting(api.srv);
 	http_close_all(api.srv);
 	proctab_signal_all(&tab, SIGTERM);
@@ -394,11 +400,14 @@ agent_shutdown(void)
 	agent_maybe_done();
 }
 
+/* A record ended, or was removed: it may have been the last one. */
 static void
-agent_settled(struct proctab *t)
+agent_settled(struct proctab_sub *s, struct proc *p, enum proctab_event ev)
 {
-	(void)t;
-	agent_maybe_done();
+	(void)s;
+	(void)p;
+	if (ev != PROCTAB_EV_START)
+		agent_maybe_done();
 }
 
 /* Everything settled: leave the loop. */

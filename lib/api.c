@@ -4,7 +4,6 @@
  */
 #include <sys/types.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -19,8 +18,8 @@
 #include "api_bridge.h"
 #include "boot.h"
 #include "codec.h"
-#include "fsutil.h"
 #include "log.h"
+#include "record.h"
 #include "util.h"
 
 
@@ -96,7 +95,7 @@ api_pinned_elsewhere(struct http_conn *c, struct http_req *r)
 	char		 q[64];
 
 	h = api_boot_named(r, q, sizeof(q));
-	return h != NULL && strcmp(h, api_of(c)->tab->boot) != 0;
+	return h != NULL && strcmp(h, proctab_boot(api_of(c)->tab)) != 0;
 }
 
 int
@@ -108,9 +107,10 @@ api_pin(struct http_conn *c, struct http_req *r, bool readonly, int *procsfd)
 
 	*procsfd = -1;
 	h = api_boot_named(r, q, sizeof(q));
-	if (h == NULL || strcmp(h, a->tab->boot) == 0)
+	if (h == NULL || strcmp(h, proctab_boot(a->tab)) == 0)
 		return 0;
-	if (readonly && (*procsfd = boot_open_procs(a->tab->statefd, h)) != -1)
+	if (readonly && (*procsfd = boot_open_procs(proctab_statefd(a->tab),
+	    h)) != -1)
 		return 1;
 	http_reply_error(c, 410, "stale_boot", boot_id_valid(h) ?
 	    "boot %s is not the current boot" : "boot '%.40s' is not known", h);
@@ -245,7 +245,7 @@ api_launch_opts(struct http_conn *c, cJSON *j, bool exec,
 
 	if ((f = cJSON_GetObjectItemCaseSensitive(j, "timeout")) != NULL) {
 		if (!cJSON_IsNumber(f) || !(f->valuedouble > 0) ||
-		    f->valuedouble > 1e12) {
+		    f->valuedouble > PROC_MS_MAX) {
 			api_invalid(c, "timeout", "must be a positive number "
 			    "of milliseconds");
 			return -1;
@@ -254,7 +254,7 @@ api_launch_opts(struct http_conn *c, cJSON *j, bool exec,
 	}
 	if ((f = cJSON_GetObjectItemCaseSensitive(j, "killGrace")) != NULL) {
 		if (!cJSON_IsNumber(f) || !(f->valuedouble >= 0) ||
-		    f->valuedouble > 1e12) {
+		    f->valuedouble > PROC_MS_MAX) {
 			api_invalid(c, "killGrace", "must be a number of "
 			    "milliseconds >= 0");
 			return -1;
@@ -478,23 +478,25 @@ api_health_state(cJSON *j, struct proctab *t)
 static void
 api_health(struct http_conn *c, struct http_req *r)
 {
-	struct api	*a = api_of(c);
-	cJSON		*j, *p;
+	struct api		*a = api_of(c);
+	struct proctab_stats	 st;
+	cJSON			*j, *p;
 
 	(void)r;
+	proctab_stats(a->tab, &st);
 	j = cJSON_CreateObject();
 	/* "status" is liveness (the agent answers); "state" is storage. */
 	cJSON_AddStringToObject(j, "status", "ok");
 	api_health_state(j, a->tab);
-	cJSON_AddStringToObject(j, "bootId", a->tab->boot);
+	cJSON_AddStringToObject(j, "bootId", proctab_boot(a->tab));
 	cJSON_AddStringToObject(j, "version", TEND_VERSION);
 	cJSON_AddNumberToObject(j, "apiVersion", TEND_API_VERSION);
 	cJSON_AddNumberToObject(j, "pid", getpid());
 	cJSON_AddNumberToObject(j, "uptimeMs",
 	    (double)(codec_mono_ms() - a->started_mono));
 	p = cJSON_AddObjectToObject(j, "processes");
-	cJSON_AddNumberToObject(p, "running", a->tab->nlive);
-	cJSON_AddNumberToObject(p, "total", a->tab->nlive + a->tab->nexited);
+	cJSON_AddNumberToObject(p, "running", st.running);
+	cJSON_AddNumberToObject(p, "total", st.kept);
 	cJSON_AddNumberToObject(j, "terminals", 0);
 	http_reply_json(c, 200, j);
 }
@@ -524,42 +526,6 @@ api_launch(struct http_conn *c, struct http_req *r)
 	cJSON_Delete(j);
 }
 
-/* An earlier boot's records, from their last status files. */
-static cJSON *
-api_list_stored(int procsfd, const char *want)
-{
-	struct dirent	*de;
-	const cJSON	*st;
-	char		 path[PROC_ID_MAX + 16], *s;
-	cJSON		*a, *j;
-	DIR		*d;
-	int		 fd;
-
-	a = cJSON_CreateArray();
-	if ((fd = dup(procsfd)) == -1 || (d = fdopendir(fd)) == NULL) {
-		if (fd != -1)
-			close(fd);
-		return a;
-	}
-	while ((de = readdir(d)) != NULL) {
-		if (!proc_id_valid(de->d_name))
-			continue;
-		snprintf(path, sizeof(path), "%.128s/status.json", de->d_name);
-		if ((s = fsutil_read(procsfd, path, 1 << 20, NULL)) == NULL)
-			continue;
-		j = cJSON_Parse(s);
-		free(s);
-		st = cJSON_GetObjectItemCaseSensitive(j, "state");
-		if (j != NULL && (want[0] == '\0' || (cJSON_IsString(st) &&
-		    strcmp(st->valuestring, want) == 0)))
-			cJSON_AddItemToArray(a, j);
-		else
-			cJSON_Delete(j);
-	}
-	closedir(d);
-	return a;
-}
-
 static void
 api_list(struct http_conn *c, struct http_req *r)
 {
@@ -584,13 +550,14 @@ api_list(struct http_conn *c, struct http_req *r)
 		return;
 	}
 	if (pinned == 1) {
-		http_reply_json(c, 200, api_list_stored(fd, want));
+		http_reply_json(c, 200, record_list(fd, want));
 		close(fd);
 		return;
 	}
 	a = cJSON_CreateArray();
-	for (p = api_of(c)->tab->head; p != NULL; p = p->next)
-		if (want[0] == '\0' || strcmp(want, proc_state_name(p->state)) == 0)
+	for (p = proctab_first(api_of(c)->tab); p != NULL; p = proc_next(p))
+		if (want[0] == '\0' ||
+		    strcmp(want, proc_state_name(proc_state(p))) == 0)
 			cJSON_AddItemToArray(a, proc_status_json(p));
 	http_reply_json(c, 200, a);
 }
@@ -599,7 +566,7 @@ static void
 api_status(struct http_conn *c, struct http_req *r)
 {
 	struct proc	*p;
-	char		 path[PROC_ID_MAX + 32], *s;
+	char		*s;
 	size_t		 len;
 	int		 fd;
 
@@ -610,9 +577,8 @@ api_status(struct http_conn *c, struct http_req *r)
 		return;
 	case 1:
 		/* An earlier boot: its last status, as written. */
-		snprintf(path, sizeof(path), "%s/status.json", r->param[0]);
 		if (proc_id_valid(r->param[0]) &&
-		    (s = fsutil_read(fd, path, 1 << 20, &len)) != NULL) {
+		    (s = record_status_text(fd, r->param[0], &len)) != NULL) {
 			http_reply(c, 200, "application/json", s, len);
 			free(s);
 		} else
@@ -662,14 +628,14 @@ api_kill(struct http_conn *c, struct http_req *r)
 	if (proc_kill(p, sig, group) == -1) {
 		if (errno == ESRCH)
 			http_reply_error(c, 409, "not_running",
-			    "process '%s' is not running", p->id);
+			    "process '%s' is not running", proc_id(p));
 		else
 			http_reply_error(c, 403, "forbidden", "kill: %s",
 			    strerror(errno));
 		goto out;
 	}
-	log_info("event=process_signalled id=%s signal=%d group=%d", p->id,
-	    sig, group);
+	log_info("event=process_signalled id=%s signal=%d group=%d",
+	    proc_id(p), sig, group);
 	http_reply(c, 204, NULL, NULL, 0);
 out:
 	cJSON_Delete(j);
@@ -716,7 +682,7 @@ api_stdin_answer(struct proc *p, void *writer, int err)
 		http_reply_error(c, 404, "not_found", "the process was removed");
 	else if (err != 0)
 		http_reply_error(c, 409, "conflict", "stdin of '%s' was closed "
-		    "before the queued bytes were written", p->id);
+		    "before the queued bytes were written", proc_id(p));
 	else
 		http_reply(c, 204, NULL, NULL, 0);
 }
@@ -748,7 +714,7 @@ api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
 		r->body_error = 404;
 		return;
 	}
-	if (p->in == -1) {
+	if (!proc_stdin_open(p)) {
 		r->body_error = 409;
 		return;
 	}
@@ -757,7 +723,7 @@ api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
 	 * refused before any of its bytes are queued: nothing of a refused
 	 * body reaches the process, and the queue does not grow.
 	 */
-	if (p->in_writer != NULL && p->in_writer != c) {
+	if (proc_stdin_writer(p) != NULL && proc_stdin_writer(p) != c) {
 		r->body_error = r->streamed == 0 ? API_STDIN_BUSY :
 		    API_STDIN_BUSY_PART;
 		return;
@@ -778,7 +744,7 @@ api_stdin(struct http_conn *c, struct http_req *r)
 
 	if (api_pin(c, r, false, &fd) != 0 || (p = api_proc(c, r)) == NULL)
 		return;
-	if (p->in_writer == c) {
+	if (proc_stdin_writer(p) == c) {
 		proc_stdin_unhold(p);
 		api_stdin_resume(p, c, 0);
 	}
@@ -790,20 +756,20 @@ api_stdin(struct http_conn *c, struct http_req *r)
 	if (r->body_error == API_STDIN_BUSY ||
 	    r->body_error == API_STDIN_BUSY_PART) {
 		http_reply_error(c, 409, "conflict", "stdin of '%s' is busy with "
-		    "another request; %s", p->id,
+		    "another request; %s", proc_id(p),
 		    r->body_error == API_STDIN_BUSY ? "nothing of this body was "
 		    "written" : "only the start of this body was written");
 		return;
 	}
-	if (r->body_error != 0 || !p->stdin_pipe || p->in == -1) {
-		http_reply_error(c, 409, "conflict", p->stdin_pipe ?
+	if (r->body_error != 0 || !proc_stdin_piped(p) || !proc_stdin_open(p)) {
+		http_reply_error(c, 409, "conflict", proc_stdin_piped(p) ?
 		    "stdin of '%s' is closed" : "process '%s' was not started "
-		    "with stdin \"pipe\"", p->id);
+		    "with stdin \"pipe\"", proc_id(p));
 		return;
 	}
 	if (close_after && proc_stdin(p, "", 0, true) == -1) {
 		http_reply_error(c, 409, "conflict", "stdin of '%s' is closed",
-		    p->id);
+		    proc_id(p));
 		return;
 	}
 	/* Its bytes left the queue full: the reply waits for room. */
@@ -883,13 +849,13 @@ api_wait(struct http_conn *c, struct http_req *r)
 
 	if (api_pin(c, r, false, &fd) != 0)
 		return;
-	if (http_query_u64(r, "timeout", &ms) == -1 || ms > 1e12) {
+	if (http_query_u64(r, "timeout", &ms) == -1 || ms > PROC_MS_MAX) {
 		api_invalid(c, "timeout", "must be a number of milliseconds");
 		return;
 	}
 	if ((p = api_proc(c, r)) == NULL)
 		return;
-	if (p->state != PROC_RUNNING) {
+	if (proc_ended(p, PROC_END_STATE)) {
 		api_reply_status(c, p);
 		return;
 	}
@@ -898,7 +864,7 @@ api_wait(struct http_conn *c, struct http_req *r)
 		return;
 	}
 	wt->c = c;
-	wt->loop = p->tab->loop;
+	wt->loop = proctab_loop(api_of(c)->tab);
 	proc_watch_add(p, &wt->w, api_waiter_event);
 	ev_timer_init(&wt->timer, api_waiter_timer, ms / 1000.0, 0.);
 	if (ms > 0)
@@ -918,15 +884,16 @@ api_delete(struct http_conn *c, struct http_req *r)
 		api_invalid(c, "force", "must be 1, true, 0 or false");
 		return;
 	}
-	if (p->state == PROC_RUNNING && !force) {
+	if (!proc_ended(p, PROC_END_STATE) && !force) {
 		http_reply_error(c, 409, "conflict", "process '%s' is running; "
-		    "kill it first or use ?force=1", p->id);
+		    "kill it first or use ?force=1", proc_id(p));
 		return;
 	}
 	/* Files that cannot be removed keep the record (and its group). */
 	if (proc_delete(p) == -1) {
 		http_reply_error(c, 500, "internal", "cannot remove the files "
-		    "of '%s': %s; the record is kept", p->id, strerror(errno));
+		    "of '%s': %s; the record is kept", proc_id(p),
+		    strerror(errno));
 		return;
 	}
 	http_reply(c, 204, NULL, NULL, 0);

@@ -20,8 +20,8 @@
 #include "api.h"
 #include "codec.h"
 #include "cursor.h"
-#include "fsutil.h"
 #include "log.h"
+#include "record.h"
 #include "util.h"
 
 
@@ -60,6 +60,7 @@ struct follower {
 	char			 key[PROC_ID_MAX + TIME_MAX + 2];	/* cursors */
 };
 
+/* exec's reply: a field per stream */
 static const char *const logs_streams[LS_NSTREAMS] = { "stdout", "stderr" };
 static char	logs_chunk[LOG_CHUNK];
 #define EXEC_PIECE	(sizeof(logs_chunk) / 3 * 3)
@@ -104,8 +105,8 @@ follower_name_proc(struct follower *f, struct proc *p)
 {
 	char	ts[TIME_MAX];
 
-	codec_time(ts, p->started_ms);
-	follower_name(f, p->tab->boot, p->id, ts);
+	codec_time(ts, proc_started_ms(p));
+	follower_name(f, proc_boot(p), proc_id(p), ts);
 }
 
 /*
@@ -118,8 +119,8 @@ logs_open(struct http_conn *c, struct http_req *r, struct follower *f,
 {
 	const cJSON	*st;
 	const char	*b;
-	char		 q[64], *s;
-	int		 procsfd, dfd;
+	char		 q[64];
+	int		 procsfd, rc;
 
 	*pp = NULL;
 	switch (api_pin(c, r, true, &procsfd)) {
@@ -130,28 +131,20 @@ logs_open(struct http_conn *c, struct http_req *r, struct follower *f,
 			return -1;
 		if ((f->ls = proc_store(*pp)) == NULL) {
 			http_reply_error(c, 500, "internal", "cannot open the "
-			    "output of '%s': %s", (*pp)->id, strerror(errno));
+			    "output of '%s': %s", proc_id(*pp), strerror(errno));
 			return -1;
 		}
 		follower_name_proc(f, *pp);
 		return 0;
 	}
-	dfd = proc_id_valid(r->param[0]) ? fsutil_open(procsfd, r->param[0],
-	    O_RDONLY | O_DIRECTORY, 0) : -1;
-	if (dfd == -1 || logstore_open(&f->ro, dfd, LS_NSTREAMS,
-	    logs_streams) == -1) {
-		if (dfd != -1)
-			close(dfd);
-		close(procsfd);
+	rc = proc_id_valid(r->param[0]) ? record_open_ro(procsfd, r->param[0],
+	    &f->ro, &f->final) : -1;
+	close(procsfd);
+	if (rc == -1) {
 		http_reply_error(c, 404, "not_found", "no process '%.128s' in "
 		    "that boot", r->param[0]);
 		return -1;
 	}
-	s = fsutil_read(dfd, "status.json", 1 << 20, NULL);
-	f->final = s ? cJSON_Parse(s) : NULL;
-	free(s);
-	close(dfd);
-	close(procsfd);
 	f->ls = &f->ro;
 	st = cJSON_GetObjectItemCaseSensitive(f->final, "startedAt");
 	b = http_header(r, "Tend-Boot");
@@ -189,10 +182,8 @@ follower_ended(struct follower *f)
 	if (p == NULL)
 		return true;		/* an earlier boot's record */
 	if (f->kind == FK_EXEC)
-		return p->reaped;
-	if (p->state == PROC_RUNNING)
-		return false;
-	return proc_output_done(p) || !f->follow;
+		return proc_ended(p, PROC_END_ROOT);
+	return proc_ended(p, f->follow ? PROC_END_OUTPUT : PROC_END_STATE);
 }
 
 /* ------------------------------------------------------------------ */
@@ -530,7 +521,7 @@ follower_finish(struct follower *f)
 static void
 follower_defer(struct follower *f)
 {
-	struct ev_loop	*loop = f->api->tab->loop;
+	struct ev_loop	*loop = proctab_loop(f->api->tab);
 
 	ev_check_start(loop, &f->resume);
 	ev_idle_start(loop, &f->spin);
@@ -559,7 +550,7 @@ follower_spin(struct ev_loop *loop, ev_idle *w, int revents)
 static void
 follower_wait_tail(struct follower *f)
 {
-	struct ev_loop	*loop = f->api->tab->loop;
+	struct ev_loop	*loop = proctab_loop(f->api->tab);
 	int64_t		 ms = logstore_tail_open(f->ls);
 
 	ev_timer_stop(loop, &f->tailwait);
@@ -580,7 +571,7 @@ follower_tail(struct ev_loop *loop, ev_timer *w, int revents)
 static void
 follower_pump(struct follower *f)
 {
-	struct ev_loop	*loop = f->api->tab->loop;
+	struct ev_loop	*loop = proctab_loop(f->api->tab);
 	enum pump	 rc;
 
 	ev_check_stop(loop, &f->resume);
@@ -664,10 +655,10 @@ follower_free(struct follower *f)
 	if (f->w.proc != NULL)
 		proc_watch_del(&f->w);
 	follower_log_bad(f);
-	ev_timer_stop(a->tab->loop, &f->beat);
-	ev_timer_stop(a->tab->loop, &f->tailwait);
-	ev_check_stop(a->tab->loop, &f->resume);
-	ev_idle_stop(a->tab->loop, &f->spin);
+	ev_timer_stop(proctab_loop(a->tab), &f->beat);
+	ev_timer_stop(proctab_loop(a->tab), &f->tailwait);
+	ev_check_stop(proctab_loop(a->tab), &f->resume);
+	ev_idle_stop(proctab_loop(a->tab), &f->spin);
 	logstore_close(&f->ro);
 	cJSON_Delete(f->final);
 	a->followers--;
@@ -691,7 +682,7 @@ follower_start(struct follower *f, struct proc *p)
 		    HTTP_FRAME_CHUNKED, NULL);
 	else {
 		rc = http_sse_begin(c);
-		ev_timer_start(f->api->tab->loop, &f->beat);
+		ev_timer_start(proctab_loop(f->api->tab), &f->beat);
 	}
 	http_conn_own(c, f, follower_drained, follower_closed);
 	if (rc == -1)
@@ -919,6 +910,7 @@ static void
 exec_reply(struct execwait *x, struct proc *p)
 {
 	struct http_conn	*c = x->c;
+	struct logstore		*ls = proc_store(p);	/* watched: open */
 	struct buf		 b64 = { 0 };
 	uint64_t		 want, off;
 	bool			 truncated = false;
@@ -927,19 +919,19 @@ exec_reply(struct execwait *x, struct proc *p)
 	int			 s;
 
 	j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "id", p->id);
+	cJSON_AddStringToObject(j, "id", proc_id(p));
 	cJSON_AddItemToObject(j, "exit", proc_exit_json(p));
 	for (s = 0; s < LS_NSTREAMS; s++) {
 		buf_reset(&b64);
-		off = p->ls.start[s];
-		want = p->ls.end[s] - off;
+		off = ls->start[s];
+		want = ls->end[s] - off;
 		if (off > 0 || want > x->max)
 			truncated = true;
 		if (want > x->max)
 			want = x->max;
 		while (want > 0) {
 			/* Pieces of 3k bytes: no padding inside the text. */
-			n = logstore_pread(&p->ls, s, logs_chunk,
+			n = logstore_pread(ls, s, logs_chunk,
 			    want < EXEC_PIECE ? want : EXEC_PIECE, off);
 			if (n <= 0)
 				break;
@@ -952,8 +944,8 @@ exec_reply(struct execwait *x, struct proc *p)
 	}
 	buf_free(&b64);
 	/* Bytes the disk refused are missing from the reply as well. */
-	cJSON_AddNumberToObject(j, "droppedBytes", (double)p->ls.dropped);
-	cJSON_AddBoolToObject(j, "truncated", truncated || p->ls.dropped > 0);
+	cJSON_AddNumberToObject(j, "droppedBytes", (double)ls->dropped);
+	cJSON_AddBoolToObject(j, "truncated", truncated || ls->dropped > 0);
 	cJSON_AddNumberToObject(j, "durationMs",
 	    (double)(codec_mono_ms() - x->t0));
 	http_conn_own(c, NULL, NULL, NULL);
@@ -1019,7 +1011,7 @@ logs_exec(struct http_conn *c, struct http_req *r)
 		}
 	}
 	if ((fi = cJSON_GetObjectItemCaseSensitive(j, "maxOutputBytes")) != NULL) {
-		if (!api_integer(fi, 0, 1e15)) {
+		if (!api_integer(fi, 0, EXEC_MAX_OUTPUT_ASK)) {
 			api_invalid(c, "maxOutputBytes", "must be an integer "
 			    ">= 0");
 			goto out;
@@ -1042,7 +1034,7 @@ logs_exec(struct http_conn *c, struct http_req *r)
 			goto out;
 		f->kind = FK_EXEC;
 		f->follow = true;
-		f->ls = &p->ls;
+		f->ls = proc_store(p);	/* running: its files are open */
 		logs_start_pos(f);
 		follower_name_proc(f, p);
 		follower_start(f, p);
@@ -1057,7 +1049,7 @@ logs_exec(struct http_conn *c, struct http_req *r)
 	x->t0 = t0;
 	proc_watch_add(p, &x->w, exec_event);
 	http_conn_own(c, x, NULL, exec_closed);
-	if (p->reaped)
+	if (proc_ended(p, PROC_END_ROOT))
 		exec_reply(x, p);
 out:
 	buf_free(&in);
@@ -1074,11 +1066,13 @@ out:
 void
 logs_metrics(struct http_conn *c, struct http_req *r)
 {
-	struct api	*a = api_of(c);
-	struct proctab	*t = a->tab;
-	struct buf	 b = { 0 };
+	struct api		*a = api_of(c);
+	struct proctab		*t = a->tab;
+	struct proctab_stats	 st;
+	struct buf		 b = { 0 };
 
 	(void)r;
+	proctab_stats(t, &st);
 	buf_printf(&b,
 	    "# HELP tend_processes_started_total Processes launched.\n"
 	    "# TYPE tend_processes_started_total counter\n"
@@ -1104,9 +1098,9 @@ logs_metrics(struct http_conn *c, struct http_req *r)
 	    "# HELP tend_followers Active output streams.\n"
 	    "# TYPE tend_followers gauge\n"
 	    "tend_followers %llu\n",
-	    (unsigned long long)t->started, t->nlive,
-	    (unsigned long long)t->exited, (unsigned long long)t->orphans,
-	    (unsigned long long)t->stored, (unsigned long long)t->dropped,
+	    (unsigned long long)st.started, st.running,
+	    (unsigned long long)st.exited, (unsigned long long)st.orphans,
+	    (unsigned long long)st.stored, (unsigned long long)st.dropped,
 	    http_server_nconns(a->srv), (unsigned long long)a->followers);
 	buf_printf(&b,
 	    "# HELP tend_log_lines_dropped_total Agent log lines stderr could not take.\n"

@@ -127,6 +127,22 @@ logstore_create_lazy(struct logstore *ls, int dirfd, int nstreams,
 	return 0;
 }
 
+/*
+ * No directory: logstore_ensure has none to create files in, so every
+ * byte is dropped and counted, and readers find an empty store.
+ */
+void
+logstore_create_none(struct logstore *ls, int nstreams,
+    const char *const names[], uint64_t maxbytes)
+{
+	memset(ls, 0, sizeof(*ls));
+	memset(ls->fd, 0xff, sizeof(ls->fd));	/* -1 each */
+	ls->idxfd = ls->dirfd = -1;
+	ls->nstreams = nstreams;
+	ls->maxbytes = maxbytes;
+	ls->names = names;
+}
+
 /* The stream's file and the index exist (created now if lazy). */
 static int
 logstore_ensure(struct logstore *ls, int s)
@@ -201,6 +217,31 @@ fail:
 	logstore_close(ls);
 	errno = saved;
 	return -1;
+}
+
+/*
+ * Only the files are opened: what the store counted (bounds, records,
+ * drops, the index bound) is what it knew when it closed them.
+ */
+int
+logstore_reopen(struct logstore *ls, int dirfd)
+{
+	struct logstore	ro;
+	int		i;
+
+	if (ls->names == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (logstore_openall(&ro, dirfd, ls->nstreams, ls->names,
+	    O_RDONLY | O_CLOEXEC, 0) == -1)
+		return -1;
+	logstore_close(ls);
+	for (i = 0; i < LS_NSTREAMS; i++)
+		ls->fd[i] = ro.fd[i];
+	ls->idxfd = ro.idxfd;
+	ls->ro = true;
+	return 0;
 }
 
 /* A writable store and a valid stream, or -1 and errno. */

@@ -75,12 +75,26 @@ int	logstore_create_lazy(struct logstore *, int dirfd, int nstreams,
 	    const char *const names[], uint64_t maxbytes);
 
 /*
+ * A store without a directory (its record has none yet): every byte is
+ * dropped and counted, readers find it empty.  names must outlive ls.
+ */
+void	logstore_create_none(struct logstore *, int nstreams,
+	    const char *const names[], uint64_t maxbytes);
+
+/*
  * Open an existing record read-only (an earlier boot's, or a re-read).
  * A missing file reads as empty (a lazy store never stored a byte).
  * start/end/nrec are recovered from the files (SEEK_DATA, sizes).
  */
 int	logstore_open(struct logstore *, int dirfd, int nstreams,
 	    const char *const names[]);
+
+/*
+ * Give a closed store (logstore_close) of a lazy one its files back,
+ * read-only, from dirfd, keeping what it counted: bounds, records,
+ * drops (the files cannot tell those).  -1 and errno: ls stays closed.
+ */
+int	logstore_reopen(struct logstore *, int dirfd);
 
 /*
  * Move what is readable now from the non-blocking pipe fd into stream s,

@@ -1,7 +1,9 @@
 /*
- * proc: the process table.  Each launched process is a record in the
- * current boot's directory (boots/<boot>/procs/<id>/) and a struct proc in
- * memory: its pipes, its timers, its stored output and who waits on it.
+ * proc: the process table.  Each launched process is a struct proc in
+ * memory — its pipes, its timers, its record on disk (lib/record.h) and
+ * who waits on it — and the table tells subscribers of each record's
+ * start, end and removal.  The structs are proc's own (and its unit
+ * test's): other modules use the functions below.
  */
 #ifndef TEND_PROC_H
 #define TEND_PROC_H
@@ -17,6 +19,8 @@
 #include "buf.h"
 #include "tunables.h"
 #include "logstore.h"
+#include "record.h"
+#include "spawn.h"
 
 enum proc_state {
 	PROC_RUNNING,	/* root alive, or its group has not settled yet */
@@ -33,14 +37,49 @@ enum proc_event {
 	PROC_EV_GONE	/* the record is being removed: unlink now */
 };
 
+/* Ended for what purpose (proc_ended). */
+enum proc_end {
+	PROC_END_ROOT,	/* the root was reaped (exec's reply and stream) */
+	PROC_END_STATE,	/* the record left running */
+	PROC_END_OUTPUT	/* left running, and all its output is stored */
+};
+
+/* What a table subscriber is told, of any record. */
+enum proctab_event {
+	PROCTAB_EV_START,	/* launched and in the table */
+	PROCTAB_EV_END,		/* left running (its group settled) */
+	PROCTAB_EV_REMOVE	/* out of the table: freed after the call */
+};
+
+/*
+ * An entry of a list that may change while it is told (proc_watch,
+ * proctab_sub): a party may remove itself or any other in its callback.
+ */
+struct proc_link {
+	struct proc_link	*next, *prev;
+	bool			 linked;
+	bool			 mark;	/* a walk's place, not a party */
+};
+
 /*
  * A party interested in one process (a waiter, a follower): embedded in
- * its owner, recovered with container_of in fn.
+ * its owner, recovered with container_of in fn.  proc is the process
+ * watched, NULL once the watch is removed.  In fn a watcher may remove
+ * any watch, free it, add one; not remove the record (proc_delete): the
+ * table's own removals wait for the loop (trimming) for that reason.
  */
 struct proc_watch {
-	struct proc_watch	*next, *prev;
+	struct proc_link	 link;
 	struct proc		*proc;
 	void			(*fn)(struct proc_watch *, enum proc_event);
+};
+
+/* A party interested in every record of a table (shutdown, events). */
+struct proctab_sub {
+	struct proc_link	 link;
+	struct proctab		*tab;
+	void			(*fn)(struct proctab_sub *, struct proc *,
+				    enum proctab_event);
 };
 
 struct proc {
@@ -57,14 +96,8 @@ struct proc {
 	int		 code;		/* exit code, 128+N when signalled */
 	int		 sig;		/* 0 when not signalled */
 	bool		 timed_out;
-	bool		 status_written;	/* first status attempted */
-	bool		 status_failed;	/* the last status.json write failed */
-	char		*meta_pending;	/* meta.json, not written yet */
-	bool		 nodir;		/* no record directory yet: the store
-					   drops every byte */
-	bool		 fds_open;	/* ls (and dirfd) hold open files */
-	int		 dirfd;
-	struct logstore	 ls;
+	bool		 status_written;	/* the first status was attempted */
+	struct record	 rec;		/* its files, its stored output */
 	int		 out[LS_NSTREAMS];	/* pipe read ends, -1 at EOF */
 	ev_io		 outio[LS_NSTREAMS];
 	ev_timer	 outwait[LS_NSTREAMS];	/* after a small read */
@@ -80,7 +113,7 @@ struct proc {
 	ev_timer	 settle;	/* polls for group members left */
 	ev_timer	 first_status;	/* writes the first status.json */
 	double		 grace_s;
-	struct proc_watch *watchers;
+	struct proc_link *watchers;
 };
 
 struct proc_opts {
@@ -100,15 +133,20 @@ struct proc_opts {
 	cJSON		*tags;		/* copied, as text */
 };
 
+/* The table's counters, for health and metrics. */
+struct proctab_stats {
+	int		 running;	/* not yet ended */
+	int		 kept;		/* records in the table */
+	uint64_t	 started, exited, orphans, stored, dropped;
+};
+
 struct proctab {
 	struct ev_loop	*loop;
 	char		 boot[33];
 	int		 statefd;	/* state dir */
-	int		 procsfd;	/* boots/<boot>/procs, or -1 while the
-					   state dir cannot take it */
+	struct record_dir recs;		/* boots/<boot>/procs, or fd -1 while
+					   the state dir cannot take it */
 	bool		 procsfd_ours;	/* made (and closed) by the table */
-	int		 state_err;	/* errno of the last failed write to
-					   the state dir, while one is owed */
 	ev_timer	 retry;		/* writes what is owed, when it can */
 	struct proc	*head, *tail;	/* launch order */
 	int		 nlive;		/* not yet exited */
@@ -121,10 +159,8 @@ struct proctab {
 	ev_timer	 sweep;		/* closes files of ended records */
 	uint64_t	 maxlog;
 	char		**baseenv;	/* agent env without TEND_* */
-	void		(*on_settle)(struct proctab *);	/* a record ended */
-	int		 child_oom;	/* oom_score_adj for children */
-	struct rlimit	 child_nofile;	/* the fd limit the agent started with */
-	bool		 nofile_raised;
+	struct proc_link *subs;		/* proctab_subscribe */
+	struct spawn_limits limits;	/* what children get */
 	/* metrics */
 	uint64_t	 started, exited, orphans, stored, dropped;
 };
@@ -146,11 +182,27 @@ void	proctab_free(struct proctab *);
  * (either pointer may be NULL).
  */
 int	proctab_state_error(struct proctab *, bool *bootdir, int *pending);
+struct ev_loop *proctab_loop(struct proctab *);
+const char *proctab_boot(struct proctab *);
+int	proctab_statefd(struct proctab *);
+void	proctab_stats(struct proctab *, struct proctab_stats *);
+/* The records in launch order: proctab_first, then proc_next until NULL. */
+struct proc *proctab_first(struct proctab *);
+struct proc *proc_next(struct proc *);
+
+/*
+ * Tell s->fn of every record's start, end and removal from now on.  A
+ * subscriber may unsubscribe (itself or another) in its callback.
+ */
+void	proctab_subscribe(struct proctab *, struct proctab_sub *,
+	    void (*)(struct proctab_sub *, struct proc *, enum proctab_event));
+void	proctab_unsubscribe(struct proctab_sub *);
 
 /*
  * Launch.  Returns the record, or NULL with *err set: the errno of a failed
  * exec or chdir (then *spawn_failed is true), EEXIST for a taken ID,
- * EAGAIN when busy, or another errno.
+ * EAGAIN when busy, or another errno (a launch that could not be set up:
+ * ENOMEM, EBADF...).
  */
 struct proc *proc_spawn(struct proctab *, const struct proc_opts *,
 	    bool *spawn_failed, int *err);
@@ -176,6 +228,11 @@ int	proc_stdin_hold(struct proc *, void *writer,
 void	proc_stdin_unhold(struct proc *);
 /* The queue is above PROC_STDIN_HIGH: a writer should be held. */
 bool	proc_stdin_full(struct proc *);
+/* The writer held now, or NULL. */
+void	*proc_stdin_writer(struct proc *);
+/* Launched with stdin "pipe"; and that pipe is still open. */
+bool	proc_stdin_piped(struct proc *);
+bool	proc_stdin_open(struct proc *);
 /*
  * Remove the record and its files; a group still running is killed
  * (SIGKILL) once the files are gone.  -1 and errno when the files could
@@ -190,6 +247,13 @@ void	proctab_signal_all(struct proctab *, int sig);
  */
 void	proctab_finalize(struct proctab *);
 
+const char *proc_id(struct proc *);
+enum proc_state proc_state(struct proc *);
+int64_t	proc_started_ms(struct proc *);
+/* The boot the record belongs to. */
+const char *proc_boot(struct proc *);
+/* Has it ended, for that purpose? */
+bool	proc_ended(struct proc *, enum proc_end);
 cJSON	*proc_status_json(struct proc *);
 cJSON	*proc_exit_json(struct proc *);
 const char *proc_state_name(enum proc_state);
@@ -205,7 +269,5 @@ void	proc_drain_now(struct proc *);
 bool	proc_output_done(struct proc *);
 
 bool	proc_id_valid(const char *);
-void	proc_reset_signals(void);
-void	proc_child_limits(struct proctab *, pid_t);
 
 #endif

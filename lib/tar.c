@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "fsutil.h"
-#include "proc.h"
+#include "spawn.h"
 #include "tar.h"
 #include "tunables.h"
 
@@ -146,28 +146,15 @@ tar_pipe(int p[2], int agent)
 }
 
 /*
- * In the child: default signals (proc_reset_signals), and every fd
+ * In the child: default signals (spawn_reset_signals), and every fd
  * closed but the n in keep, so that no socket or pipe of the agent stays
  * open in it (a client would never see EOF).
  */
 static void
 tar_child_fds(int *keep, int n)
 {
-	unsigned int	lo = 0, fd;
-	int		i, j, t;
-
-	proc_reset_signals();
-	for (i = 1; i < n; i++)
-		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--)
-			t = keep[j], keep[j] = keep[j - 1], keep[j - 1] = t;
-	for (i = 0; i <= n; i++) {
-		unsigned int	hi = i < n ? (unsigned int)keep[i] : ~0U;
-
-		if (hi > lo && close_range(lo, hi - 1, 0) == -1)
-			for (fd = lo; fd < hi && fd < 65536; fd++)
-				(void)close(fd);
-		lo = hi + 1;
-	}
+	spawn_reset_signals();
+	spawn_close_except(keep, n);
 }
 
 int

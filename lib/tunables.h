@@ -103,4 +103,28 @@
 #define HTTP_ERROR_MSG_MAX	512		/* of an error message, NUL included */
 #define HTTP_QUERY_U64_MAX	24		/* of a number in a query, NUL included */
 
+/* Children (lib/spawn.c). */
+#define SPAWN_AGENT_OOM_ADJ	(-500)	/* the agent's own oom_score_adj */
+#define SPAWN_CHILD_OOM_RAISE	100	/* a child's: the agent's + this */
+/* Without close_range (Linux < 5.9) a child closes the fds below this. */
+#define SPAWN_CLOSE_MAX		65536
+
+/* The process table (lib/proc.c). */
+#define PROC_DRAIN_ROUNDS	16	/* pipe reads per wakeup, then yield */
+/* "All that is readable now", bounded against a writer that never stops. */
+#define PROC_DRAIN_ALL		4096
+#define PROC_PIPE_SIZE		(1024 * 1024)	/* stdout pipe, best effort */
+#define PROC_SETTLE_POLL	0.1	/* s, a group's members left */
+#define PROC_SETTLE_SOON	0.005	/* s, after an orphan of a group died */
+#define PROC_FIRST_STATUS	0.1	/* s, delay of the first status.json */
+#define PROC_SYNC_DELAY		1.0	/* s, final statuses reach the disk */
+#define PROC_SWEEP		5.0	/* s, ended records' files closed */
+#define PROC_MS_MAX		1e12	/* ms, largest timeout, killGrace, wait */
+#define EXEC_MAX_OUTPUT_ASK	1e15	/* largest maxOutputBytes taken, then
+					   capped at EXEC_MAX_OUTPUT_CAP */
+
+/* The record on disk (lib/record.c). */
+#define RECORD_READ_MAX		(1024 * 1024)	/* meta.json, status.json */
+#define BOOT_READ_MAX		4096		/* an earlier boot's boot.json */
+
 #endif

@@ -13,6 +13,8 @@
 	X(tar) \
 	X(boot) \
 	X(http) \
+	X(spawn) \
+	X(record) \
 	X(proc) \
 	X(hclient) \
 	X(ws) \

@@ -1066,6 +1066,64 @@ START_TEST(tail_open_while_it_may_grow)
 }
 END_TEST
 
+/* No directory: every byte dropped and counted, nothing created. */
+START_TEST(none_drops_everything)
+{
+	struct logstore	ls;
+	char		b[8];
+
+	logstore_create_none(&ls, 2, names2, 100);
+	ck_assert_int_eq(ls.fd[0], -1);
+	ck_assert_int_eq(ls.idxfd, -1);
+	ck_assert_uint_eq(ls.maxbytes, 100);
+	ck_assert_int_eq(logstore_append(&ls, 0, "abc", 3), 0);
+	ck_assert_int_eq(logstore_append(&ls, 1, "de", 2), 0);
+	ck_assert_uint_eq(ls.dropped, 5);
+	ck_assert_uint_eq(ls.end[0] + ls.end[1], 0);
+	ck_assert_uint_eq(ls.nrec, 0);
+	ck_assert_int_eq(logstore_pread(&ls, 0, b, sizeof(b), 0), 0);
+	ck_assert(!tu_exists(tdir, "stdout"));
+	logstore_close(&ls);
+}
+END_TEST
+
+/*
+ * A closed lazy store gets its files back read-only, with what it
+ * counted (the drops are not on disk); a store without names cannot.
+ */
+START_TEST(reopen_keeps_counts)
+{
+	struct logstore	ls, none;
+	char		b[16];
+
+	ck_assert_int_eq(logstore_create_lazy(&ls, tdir, 2, names2, 0), 0);
+	ck_assert_int_eq(logstore_append(&ls, 0, "hello", 5), 0);
+	ck_assert_int_eq(logstore_append(&ls, 1, "err", 3), 0);
+	ls.dropped = 9;
+	logstore_close(&ls);
+	ck_assert_int_eq(ls.fd[0], -1);
+	ck_assert_int_eq(logstore_reopen(&ls, tdir), 0);
+	ck_assert(ls.ro);
+	ck_assert_int_ge(ls.fd[0], 0);
+	ck_assert_int_ge(ls.idxfd, 0);
+	ck_assert_uint_eq(ls.end[0], 5);
+	ck_assert_uint_eq(ls.end[1], 3);
+	ck_assert_uint_eq(ls.nrec, 2);
+	ck_assert_uint_eq(ls.dropped, 9);
+	ck_assert_int_eq(logstore_pread(&ls, 1, b, sizeof(b), 0), 3);
+	ck_assert_int_eq(memcmp(b, "err", 3), 0);
+	/* Read-only now. */
+	ck_assert_int_eq(logstore_append(&ls, 0, "x", 1), -1);
+	logstore_close(&ls);
+
+	ck_assert_int_eq(logstore_create(&none, tdir, 2, names2, 0), 0);
+	logstore_close(&none);
+	errno = 0;
+	ck_assert_int_eq(logstore_reopen(&none, tdir), -1);
+	ck_assert_int_eq(errno, EINVAL);
+}
+END_TEST
+
 Suite *
 logstore_suite(void)
 {
@@ -1107,6 +1165,8 @@ logstore_suite(void)
 	tcase_add_test(tc, merge_then_index_error_keeps_the_old_record);
 	tcase_add_test(tc, tail_open_while_it_may_grow);
 	tcase_add_test(tc, zeroed_index_is_not_a_base);
+	tcase_add_test(tc, none_drops_everything);
+	tcase_add_test(tc, reopen_keeps_counts);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("index_bound");

@@ -33,6 +33,7 @@
 #include "fsutil.h"
 #include "proc.h"
 #include "testutil.h"
+#include "util.h"
 
 Suite *proc_suite(void);
 
@@ -260,8 +261,8 @@ START_TEST(spawn_exit_code)
 	ck_assert(!p->timed_out);
 	ck_assert_int_ge(p->ended_ms, p->started_ms);
 	ck_assert(proc_output_done(p));
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 3);
-	ck_assert_uint_eq(p->ls.end[LS_STDERR], 0);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 3);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDERR], 0);
 	ck_assert_int_eq(tab.nlive, 0);
 	ck_assert_int_eq(tab.nexited, 1);
 
@@ -361,8 +362,8 @@ START_TEST(output_drained_whole)
 
 	p = spawn(&o);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 300000);
-	ck_assert_uint_eq(p->ls.end[LS_STDERR], 70000);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 300000);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDERR], 70000);
 	s = rec_file(p, "stdout", &len);
 	ck_assert_uint_eq(len, 300000);
 	for (i = 0; i < len; i++)
@@ -682,7 +683,7 @@ end_cb(struct proc_watch *w, enum proc_event ev)
 
 	seen_cb(w, ev);
 	if (ev == PROC_EV_END) {
-		ck_assert_uint_eq(w->proc->ls.end[LS_STDOUT], 5);
+		ck_assert_uint_eq(w->proc->rec.ls.end[LS_STDOUT], 5);
 		ck_assert(proc_output_done(w->proc));
 		ck_assert_int_eq(w->proc->state, PROC_EXITED);
 		s->n[PROC_EV_GONE] = 100;	/* marks the check as done */
@@ -737,13 +738,13 @@ START_TEST(escaped_grandchild)
 	/* Out of the group: the record ends without it... */
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert(!proc_output_done(p));
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 6);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 6);
 	/* ...and what it writes to the inherited pipe is still stored. */
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	s = rec_file(p, "stdout", NULL);
 	ck_assert_str_eq(s, "early\nlate\n");
 	free(s);
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 11);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 11);
 	{
 		cJSON	*j = rec_json(p, "status.json");
 
@@ -823,7 +824,7 @@ has_three(void *arg)
 {
 	struct proc	*p = arg;
 
-	return p->ls.end[LS_STDOUT] == 3;
+	return p->rec.ls.end[LS_STDOUT] == 3;
 }
 
 START_TEST(stdin_stays_open)
@@ -840,7 +841,7 @@ START_TEST(stdin_stays_open)
 	/* Closing without data. */
 	ck_assert_int_eq(proc_stdin(p, "", 0, true), 0);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 3);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 3);
 	j = rec_json(p, "meta.json");
 	ck_assert_str_eq(item(item(j, "options"), "stdin")->valuestring,
 	    "pipe");
@@ -852,7 +853,7 @@ START_TEST(stdin_stays_open)
 	ck_assert_int_eq(proc_stdin(q, "x", 1, false), -1);
 	ck_assert_int_eq(errno, EPIPE);
 	ck_assert(tu_run_until(loop, is_done, q, WAIT_S));
-	ck_assert_uint_eq(q->ls.end[LS_STDOUT], 0);
+	ck_assert_uint_eq(q->rec.ls.end[LS_STDOUT], 0);
 	ck_assert_int_eq(q->code, 0);
 }
 END_TEST
@@ -921,7 +922,7 @@ START_TEST(stdin_hold_and_wake)
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.err, 0);
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT], 2 * n);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 2 * n);
 
 	/* No reader: the process ends with bytes queued, which are lost. */
 	memset(&a, 0, sizeof(a));
@@ -1094,7 +1095,7 @@ START_TEST(child_limits)
 	/* Once launched, the child has the score and fd limit it is given. */
 	p = spawn(&o);
 	s = proc_file(p->pid, "oom_score_adj");
-	ck_assert_int_eq(atoi(s), tab.child_oom);
+	ck_assert_int_eq(atoi(s), tab.limits.oom_adj);
 	free(s);
 	s = proc_file(p->pid, "limits");
 	line = strstr(s, "Max open files");
@@ -1356,7 +1357,7 @@ START_TEST(status_refused_then_retried)
 	ck_assert(!tu_exists(procsfd, "full/status.json"));
 	ck_assert(!tu_exists(procsfd, "full/status.json.tmp"));
 	ck_assert(!tu_exists(procsfd, "full/meta.json"));
-	ck_assert(p->status_failed);
+	ck_assert(p->rec.status_failed);
 	j = proc_status_json(p);
 	ck_assert(cJSON_IsTrue(item(j, "statusWriteFailed")));
 	cJSON_Delete(j);
@@ -1395,14 +1396,14 @@ START_TEST(replacement_refused_keeps_last)
 	ck_assert(tu_run_until(loop, has_status, p, WAIT_S));
 	fsize_limit(16);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert(p->status_failed);
+	ck_assert(p->rec.status_failed);
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "running");
 	cJSON_Delete(j);
 	/* At shutdown, what is owed gets one more try. */
 	fsize_limit(RLIM_INFINITY);
 	proctab_finalize(&tab);
-	ck_assert(!p->status_failed);
+	ck_assert(!p->rec.status_failed);
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
 	cJSON_Delete(j);
@@ -1427,7 +1428,7 @@ START_TEST(table_without_boot_dir)
 	tu_put(statefd2, "boots", "not a directory");
 	ck_assert_int_eq(proctab_init(&t2, loop, boot2, statefd2, -1), 0);
 	tab2 = &t2;
-	ck_assert_int_eq(t2.procsfd, -1);
+	ck_assert_int_eq(t2.recs.fd, -1);
 	ck_assert_int_eq(proctab_state_error(&t2, &bootdir, NULL), ENOTDIR);
 	ck_assert(!bootdir);
 
@@ -1436,18 +1437,18 @@ START_TEST(table_without_boot_dir)
 	ck_assert_msg(p != NULL, "%s", strerror(err));
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(p->code, 0);
-	ck_assert_uint_eq(p->ls.end[LS_STDOUT] + p->ls.end[LS_STDERR], 0);
-	ck_assert_uint_eq(p->ls.dropped, 5);
+	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT] + p->rec.ls.end[LS_STDERR], 0);
+	ck_assert_uint_eq(p->rec.ls.dropped, 5);
 	ck_assert_uint_eq(t2.dropped, 5);
 	ck_assert_int_eq(proctab_state_error(&t2, NULL, &pending), ENOTDIR);
 	ck_assert_int_eq(pending, 1);
-	ck_assert_ptr_eq(proc_store(p), &p->ls);
+	ck_assert_ptr_eq(proc_store(p), &p->rec.ls);
 
 	/* The directory becomes possible: boot dir, record, its files. */
 	ck_assert_int_eq(unlinkat(statefd2, "boots", 0), 0);
 	ck_assert(tu_run_until(loop, owes_nothing, &t2,
 	    STATE_RETRY_S + WAIT_S));
-	ck_assert_int_ne(t2.procsfd, -1);
+	ck_assert_int_ne(t2.recs.fd, -1);
 	ck_assert(tu_exists(statefd2, "boots"));
 	snprintf(rec, sizeof(rec), "boots/%s/procs/mem/status.json", boot2);
 	j = tu_json(statefd2, rec);
@@ -1466,6 +1467,205 @@ START_TEST(table_without_boot_dir)
 	proctab_free(&t2);
 	close(statefd2);
 	tu_rmtree(path2);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Telling watchers and subscribers */
+
+/*
+ * A watcher that removes (and frees) another one in its callback, as an
+ * event stream or a terminal session closing a sibling does.
+ */
+struct sibling {
+	struct proc_watch	 w;
+	struct sibling		*victim;	/* removed at its first event */
+	bool			 free_it;
+	bool			 self_too;	/* and itself */
+	int			 told;
+};
+
+static int	told_after_removal;
+
+static void
+victim_cb(struct proc_watch *w, enum proc_event ev)
+{
+	(void)ev;
+	if (w->proc == NULL)
+		told_after_removal++;
+	((struct sibling *)w)->told++;
+}
+
+static void
+killer_cb(struct proc_watch *w, enum proc_event ev)
+{
+	struct sibling	*k = (struct sibling *)w;
+
+	(void)ev;
+	k->told++;
+	if (k->victim != NULL) {
+		proc_watch_del(&k->victim->w);
+		if (k->free_it)
+			free(k->victim);
+		k->victim = NULL;
+		if (k->self_too)
+			proc_watch_del(w);
+	}
+}
+
+/* Under ASan a removed sibling told anyway is a heap-use-after-free. */
+START_TEST(watcher_frees_next)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c", "echo hi") };
+	struct sibling	 k, *v;
+	struct proc	*p;
+
+	told_after_removal = 0;
+	memset(&k, 0, sizeof(k));
+	ck_assert_ptr_nonnull(v = calloc(1, sizeof(*v)));
+	p = spawn(&o);
+	/* Added first, told after the killer: the killer's next. */
+	proc_watch_add(p, &v->w, victim_cb);
+	proc_watch_add(p, &k.w, killer_cb);
+	k.victim = v;
+	k.free_it = true;
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
+	ck_assert_int_eq(told_after_removal, 0);
+	ck_assert_ptr_null(k.victim);
+	/* The killer went on hearing: exit, EOF, end at least. */
+	ck_assert_int_ge(k.told, 3);
+	proc_watch_del(&k.w);
+}
+END_TEST
+
+START_TEST(watcher_removes_itself_and_next)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c", "echo hi") };
+	struct sibling	 k, v, last;
+	struct proc	*p;
+
+	told_after_removal = 0;
+	memset(&k, 0, sizeof(k));
+	memset(&v, 0, sizeof(v));
+	memset(&last, 0, sizeof(last));
+	p = spawn(&o);
+	proc_watch_add(p, &last.w, victim_cb);
+	proc_watch_add(p, &v.w, victim_cb);
+	proc_watch_add(p, &k.w, killer_cb);
+	k.victim = &v;
+	k.self_too = true;
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
+	ck_assert_int_eq(told_after_removal, 0);
+	ck_assert_int_eq(k.told, 1);
+	ck_assert_int_eq(v.told, 0);
+	/* The one after both is still told of every event. */
+	ck_assert_int_ge(last.told, 4);
+	ck_assert_ptr_eq(last.w.proc, p);
+	proc_watch_del(&last.w);
+}
+END_TEST
+
+/* What a table subscriber heard. */
+struct heard {
+	struct proctab_sub	 s;
+	struct proctab_sub	*drop;	/* unsubscribed at the first event */
+	int			 n[PROCTAB_EV_REMOVE + 1];
+	int			 live_at_remove;
+	char			 last_id[PROC_ID_MAX + 1];
+};
+
+static void
+heard_cb(struct proctab_sub *s, struct proc *p, enum proctab_event ev)
+{
+	struct heard	*h = container_of(s, struct heard, s);
+
+	h->n[ev]++;
+	snprintf(h->last_id, sizeof(h->last_id), "%s", proc_id(p));
+	if (ev == PROCTAB_EV_REMOVE)
+		h->live_at_remove = tab.nlive;
+	if (h->drop != NULL) {
+		proctab_unsubscribe(h->drop);
+		h->drop = NULL;
+	}
+}
+
+START_TEST(subscribers_told)
+{
+	struct proc_opts o = { .argv = ARGV("true"), .id = "t1" };
+	struct proc_opts l = { .argv = ARGV("sleep", "5"), .id = "t2" };
+	struct heard	 a, b;
+	struct proc	*p;
+
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	proctab_subscribe(&tab, &b.s, heard_cb);
+	proctab_subscribe(&tab, &a.s, heard_cb);
+	a.drop = &b.s;		/* a is told first: b never hears */
+	p = spawn(&o);
+	ck_assert_int_eq(a.n[PROCTAB_EV_START], 1);
+	ck_assert_str_eq(a.last_id, "t1");
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
+	ck_assert_int_eq(a.n[PROCTAB_EV_END], 1);
+	/* A running record removed: told after it left the count. */
+	p = spawn(&l);
+	ck_assert_int_eq(tab.nlive, 1);
+	ck_assert_int_eq(proc_delete(p), 0);
+	ck_assert_int_eq(a.n[PROCTAB_EV_REMOVE], 1);
+	ck_assert_int_eq(a.live_at_remove, 0);
+	ck_assert_str_eq(a.last_id, "t2");
+	ck_assert_int_eq(b.n[PROCTAB_EV_START] + b.n[PROCTAB_EV_END] +
+	    b.n[PROCTAB_EV_REMOVE], 0);
+	proctab_unsubscribe(&a.s);
+	proctab_unsubscribe(&a.s);	/* twice is harmless */
+	o.id = "t3";
+	p = spawn(&o);
+	ck_assert_int_eq(a.n[PROCTAB_EV_START], 2);	/* t1, t2: not t3 */
+}
+END_TEST
+
+/* Ask the record, not its flags. */
+START_TEST(ended_for_what)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c",
+	    "(sleep 0.3; echo late) & exit 0"), .stdin_pipe = true };
+	struct proctab_stats st;
+	struct proc	*p;
+	int		 token;
+
+	p = spawn(&o);
+	ck_assert_str_eq(proc_id(p), p->id);
+	ck_assert_str_eq(proc_boot(p), boot);
+	ck_assert_int_gt(proc_started_ms(p), 0);
+	ck_assert_ptr_eq(proctab_first(&tab), p);
+	ck_assert_ptr_null(proc_next(p));
+	ck_assert(proc_stdin_piped(p));
+	ck_assert(proc_stdin_open(p));
+	ck_assert_ptr_null(proc_stdin_writer(p));
+	ck_assert_int_eq(proc_stdin_hold(p, &token, NULL), 0);
+	ck_assert_ptr_eq(proc_stdin_writer(p), &token);
+	proc_stdin_unhold(p);
+	ck_assert(!proc_ended(p, PROC_END_ROOT));
+	ck_assert(!proc_ended(p, PROC_END_STATE));
+	ck_assert(tu_run_until(loop, is_reaped, p, WAIT_S));
+	/* The root is gone; its group and output are not. */
+	ck_assert(proc_ended(p, PROC_END_ROOT));
+	ck_assert(!proc_ended(p, PROC_END_STATE));
+	ck_assert(!proc_ended(p, PROC_END_OUTPUT));
+	ck_assert_int_eq(proc_state(p), PROC_RUNNING);
+	proctab_stats(&tab, &st);
+	ck_assert_int_eq(st.running, 1);
+	ck_assert_int_eq(st.kept, 1);
+	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
+	ck_assert(proc_ended(p, PROC_END_STATE));
+	ck_assert(proc_ended(p, PROC_END_OUTPUT));
+	ck_assert_int_eq(proc_state(p), PROC_EXITED);
+	ck_assert(!proc_stdin_open(p));
+	proctab_stats(&tab, &st);
+	ck_assert_int_eq(st.running, 0);
+	ck_assert_int_eq(st.kept, 1);
+	ck_assert_uint_eq(st.started, 1);
+	ck_assert_uint_eq(st.exited, 1);
+	ck_assert_uint_eq(st.stored, 5);
 }
 END_TEST
 
@@ -1522,6 +1722,15 @@ proc_suite(void)
 	tcase_add_test(tc, status_refused_then_retried);
 	tcase_add_test(tc, replacement_refused_keeps_last);
 	tcase_add_test(tc, table_without_boot_dir);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("notify");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, watcher_frees_next);
+	tcase_add_test(tc, watcher_removes_itself_and_next);
+	tcase_add_test(tc, subscribers_told);
+	tcase_add_test(tc, ended_for_what);
 	suite_add_tcase(s, tc);
 	return s;
 }

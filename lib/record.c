@@ -1,0 +1,540 @@
+/*
+ * record.c: a process's record on disk.
+ *
+ * Owns the layout of boots/<boot>/procs/<id>/ — the names meta.json,
+ * status.json and the streams' "stdout" and "stderr" (the logstore adds
+ * its index) — and every write and read of those files: a live record's
+ * meta and status (status_failed while the state dir refuses them, so
+ * that its owner can retry), the store's files given back and reopened,
+ * the read-only open of an earlier boot's record, marking lost records,
+ * and the syncfs child.  What a status says is its owner's (proc).
+ */
+#include <sys/stat.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codec.h"
+#include "fsutil.h"
+#include "log.h"
+#include "record.h"
+#include "spawn.h"
+#include "tunables.h"
+
+#define RECORD_META	"meta.json"
+#define RECORD_STATUS	"status.json"
+
+static const char *const record_streams[LS_NSTREAMS] = { "stdout", "stderr" };
+
+static int	record_dir(struct record *);
+static void	record_dir_done(struct record *, int);
+static int	record_mkdir(struct record *);
+static int	record_open_store(struct record *, uint64_t);
+static int	record_opendir(int, const char *);
+static DIR	*record_opendirs(int);
+static cJSON	*record_read_json(int, const char *);
+static cJSON	*record_status_from_meta(int, const char *, const char *);
+static void	record_lose(int, const char *, const char *, const char *,
+		    cJSON *);
+static void	record_set_size(cJSON *, int, const char *, const char *);
+
+/* ------------------------------------------------------------------ */
+/* A live record */
+
+bool
+record_refused(int err)
+{
+	return err == ENOSPC || err == EDQUOT || err == EROFS || err == EIO ||
+	    err == ENOENT || err == EACCES;
+}
+
+void
+record_init(struct record *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->dirfd = -1;
+	logstore_create_none(&r->ls, LS_NSTREAMS, record_streams, 0);
+}
+
+int
+record_open(struct record *r, struct record_dir *d, const char *id,
+    uint64_t maxlog)
+{
+	int	err;
+
+	record_init(r);
+	r->dir = d;
+	r->id = id;
+	r->fds_open = true;
+	r->ls.maxbytes = maxlog;
+	if (d->fd == -1)
+		err = d->err != 0 ? d->err : ENOENT;
+	else if ((r->dirfd = record_mkdir(r)) != -1)
+		return record_open_store(r, maxlog);
+	else if (!record_refused(err = errno))
+		return -1;
+	r->nodir = true;
+	errno = err;
+	return 1;
+}
+
+/* The lazy store in the directory just made; no directory left if not. */
+static int
+record_open_store(struct record *r, uint64_t maxlog)
+{
+	int	err;
+
+	if (logstore_create_lazy(&r->ls, r->dirfd, LS_NSTREAMS,
+	    record_streams, maxlog) == 0)
+		return 0;
+	err = errno;
+	(void)record_remove(r);
+	record_free(r);
+	errno = err;
+	return -1;
+}
+
+/* A record's directory, made or found; a procs directory gone is remade. */
+static int
+record_mkdir(struct record *r)
+{
+	struct record_dir	*d = r->dir;
+	int			 fd;
+
+	fd = fsutil_opendirs(d->fd, r->id);
+	if (fd == -1 && errno == ENOENT && d->remake != NULL &&
+	    d->remake(d) == 0)
+		fd = fsutil_opendirs(d->fd, r->id);
+	return fd;
+}
+
+/*
+ * The record's directory for one write: its own fd while it holds one;
+ * else opened for the write; or made, for a record launched without one
+ * (which holds it from then on, its output still dropped) or whose
+ * directory was removed under us: its status is worth keeping.  -1 and
+ * errno.
+ */
+static int
+record_dir(struct record *r)
+{
+	struct record_dir	*d = r->dir;
+	int			 fd;
+
+	if (r->dirfd != -1)
+		return r->dirfd;
+	if (d->fd == -1) {
+		errno = d->err != 0 ? d->err : ENOENT;
+		return -1;
+	}
+	if (!r->nodir && ((fd = record_opendir(d->fd, r->id)) != -1 ||
+	    errno != ENOENT))
+		return fd;
+	if ((fd = record_mkdir(r)) == -1 || !r->nodir)
+		return fd;
+	r->dirfd = fd;
+	r->nodir = false;
+	return fd;
+}
+
+static void
+record_dir_done(struct record *r, int fd)
+{
+	int	saved = errno;
+
+	if (fd != r->dirfd)
+		close(fd);
+	errno = saved;
+}
+
+int
+record_set_meta(struct record *r, char *meta)
+{
+	free(r->meta);
+	r->meta = meta;
+	return record_put_meta(r);
+}
+
+/* A new file, never replaced: an earlier attempt that took is success. */
+int
+record_put_meta(struct record *r)
+{
+	int	dfd, rc;
+
+	if (r->meta == NULL)
+		return 0;
+	if ((dfd = record_dir(r)) == -1)
+		return -1;
+	rc = fsutil_write_new(dfd, RECORD_META, r->meta, strlen(r->meta));
+	record_dir_done(r, dfd);
+	if (rc == -1 && errno != EEXIST)
+		return -1;
+	free(r->meta);
+	r->meta = NULL;
+	return 0;
+}
+
+/*
+ * The first status included, a write replaces the last atomically (temp
+ * file, rename): one the disk refuses leaves the previous file whole.
+ * Not synced here: the owner makes final ones durable in one syncfs.
+ */
+int
+record_put_status(struct record *r, const char *json)
+{
+	int	dfd, rc = -1;
+
+	if (json == NULL)
+		errno = ENOMEM;
+	else if ((dfd = record_dir(r)) != -1) {
+		rc = fsutil_write_atomic(dfd, RECORD_STATUS, json, strlen(json),
+		    false);
+		record_dir_done(r, dfd);
+	}
+	r->status_failed = rc == -1;
+	return rc;
+}
+
+bool
+record_status_failed(const struct record *r)
+{
+	return r->status_failed;
+}
+
+bool
+record_owed(const struct record *r)
+{
+	return r->status_failed || r->meta != NULL;
+}
+
+bool
+record_in_memory(const struct record *r)
+{
+	return r->nodir;
+}
+
+/* nodir: nothing to reopen from, so nothing is given back. */
+bool
+record_release(struct record *r)
+{
+	if (!r->fds_open || r->nodir)
+		return false;
+	logstore_close(&r->ls);
+	if (r->dirfd != -1)
+		close(r->dirfd);
+	r->dirfd = -1;
+	r->fds_open = false;
+	return true;
+}
+
+/* Sizes and counts stay the store's: the files cannot tell what was dropped. */
+struct logstore *
+record_store(struct record *r)
+{
+	int	dfd, rc, saved;
+
+	if (r->fds_open)
+		return &r->ls;
+	if ((dfd = record_opendir(r->dir->fd, r->id)) == -1)
+		return NULL;
+	rc = logstore_reopen(&r->ls, dfd);
+	saved = errno;
+	close(dfd);
+	errno = saved;
+	if (rc == -1)
+		return NULL;
+	r->fds_open = true;
+	return &r->ls;
+}
+
+int
+record_remove(struct record *r)
+{
+	if (r->dir == NULL || r->nodir || r->dir->fd == -1)
+		return 0;
+	return fsutil_rmtree(r->dir->fd, r->id);
+}
+
+void
+record_free(struct record *r)
+{
+	logstore_close(&r->ls);
+	if (r->dirfd != -1)
+		close(r->dirfd);
+	r->dirfd = -1;
+	r->fds_open = false;
+	free(r->meta);
+	r->meta = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Earlier boots' records */
+
+/*
+ * An ID names the record's directory: one component, never "." or "..",
+ * PROC_ID_MAX characters at most.
+ */
+bool
+record_id_valid(const char *id)
+{
+	size_t	i;
+
+	if (!((id[0] >= 'A' && id[0] <= 'Z') || (id[0] >= 'a' && id[0] <= 'z') ||
+	    (id[0] >= '0' && id[0] <= '9')))
+		return false;
+	for (i = 1; id[i] != '\0'; i++) {
+		if (i >= PROC_ID_MAX)
+			return false;
+		if (!((id[i] >= 'A' && id[i] <= 'Z') ||
+		    (id[i] >= 'a' && id[i] <= 'z') ||
+		    (id[i] >= '0' && id[i] <= '9') ||
+		    id[i] == '.' || id[i] == '_' || id[i] == '-'))
+			return false;
+	}
+	return true;
+}
+
+/* A record's directory under procsfd, never through a link. */
+static int
+record_opendir(int procsfd, const char *id)
+{
+	if (!record_id_valid(id)) {
+		errno = ENOENT;
+		return -1;
+	}
+	return fsutil_open(procsfd, id, O_RDONLY | O_DIRECTORY, 0);
+}
+
+/*
+ * The records of a procs directory, for readdir: an open of its own (a
+ * dup would share, and leave at the end, the caller's offset).
+ */
+static DIR *
+record_opendirs(int procsfd)
+{
+	DIR	*d;
+	int	 fd;
+
+	if ((fd = openat(procsfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return NULL;
+	if ((d = fdopendir(fd)) == NULL)
+		close(fd);
+	return d;
+}
+
+char *
+record_status_text(int procsfd, const char *id, size_t *len)
+{
+	char	*s;
+	int	 dfd, saved;
+
+	if ((dfd = record_opendir(procsfd, id)) == -1)
+		return NULL;
+	s = fsutil_read(dfd, RECORD_STATUS, RECORD_READ_MAX, len);
+	saved = errno;
+	close(dfd);
+	errno = saved;
+	return s;
+}
+
+/* A file of the record parsed, or NULL. */
+static cJSON *
+record_read_json(int dfd, const char *name)
+{
+	cJSON	*j;
+	char	*s;
+
+	if ((s = fsutil_read(dfd, name, RECORD_READ_MAX, NULL)) == NULL)
+		return NULL;
+	j = cJSON_Parse(s);
+	free(s);
+	return j;
+}
+
+int
+record_open_ro(int procsfd, const char *id, struct logstore *ls,
+    cJSON **status)
+{
+	int	dfd, saved;
+
+	*status = NULL;
+	if ((dfd = record_opendir(procsfd, id)) == -1)
+		return -1;
+	if (logstore_open(ls, dfd, LS_NSTREAMS, record_streams) == -1) {
+		saved = errno;
+		close(dfd);
+		errno = saved;
+		return -1;
+	}
+	*status = record_read_json(dfd, RECORD_STATUS);
+	close(dfd);
+	return 0;
+}
+
+cJSON *
+record_list(int procsfd, const char *state)
+{
+	struct dirent	*de;
+	const cJSON	*st;
+	cJSON		*a, *j;
+	DIR		*d;
+	int		 dfd;
+
+	a = cJSON_CreateArray();
+	if ((d = record_opendirs(procsfd)) == NULL)
+		return a;
+	while ((de = readdir(d)) != NULL) {
+		if ((dfd = record_opendir(procsfd, de->d_name)) == -1)
+			continue;
+		j = record_read_json(dfd, RECORD_STATUS);
+		close(dfd);
+		st = cJSON_GetObjectItemCaseSensitive(j, "state");
+		if (j != NULL && (state[0] == '\0' || (cJSON_IsString(st) &&
+		    strcmp(st->valuestring, state) == 0)))
+			cJSON_AddItemToArray(a, j);
+		else
+			cJSON_Delete(j);
+	}
+	closedir(d);
+	return a;
+}
+
+/* ------------------------------------------------------------------ */
+/* Lost records */
+
+/*
+ * A record whose boot ended while it was running (or before its first
+ * status was written) can never get a real exit: say so, once.
+ */
+void
+record_mark_lost(int procsfd, const char *boot)
+{
+	struct dirent	*de;
+	const cJSON	*state;
+	char		 now[TIME_MAX];
+	cJSON		*j;
+	DIR		*d;
+	int		 dfd;
+
+	if ((d = record_opendirs(procsfd)) == NULL)
+		return;
+	codec_time(now, codec_now_ms());
+	while ((de = readdir(d)) != NULL) {
+		/* A link planted as a record is none: never written through. */
+		if ((dfd = record_opendir(procsfd, de->d_name)) == -1)
+			continue;
+		j = record_read_json(dfd, RECORD_STATUS);
+		state = cJSON_GetObjectItemCaseSensitive(j, "state");
+		if (j != NULL && cJSON_IsString(state) &&
+		    strcmp(state->valuestring, "running") != 0)
+			cJSON_Delete(j);
+		else
+			record_lose(dfd, de->d_name, boot, now, j);
+		close(dfd);
+	}
+	closedir(d);
+}
+
+/* Write the lost status of one record: from its last status j, or its meta. */
+static void
+record_lose(int dfd, const char *id, const char *boot, const char *now,
+    cJSON *j)
+{
+	char	 msg[160], *s;
+	cJSON	*err;
+
+	if (j == NULL)
+		j = record_status_from_meta(dfd, id, boot);
+	snprintf(msg, sizeof(msg), "the agent of boot %s stopped before the "
+	    "process ended; its exit is unknown", boot);
+	cJSON_DeleteItemFromObjectCaseSensitive(j, "state");
+	cJSON_AddStringToObject(j, "state", "error");
+	err = cJSON_CreateObject();
+	cJSON_AddStringToObject(err, "code", "lost");
+	cJSON_AddStringToObject(err, "message", msg);
+	cJSON_DeleteItemFromObjectCaseSensitive(j, "error");
+	cJSON_AddItemToObject(j, "error", err);
+	cJSON_DeleteItemFromObjectCaseSensitive(j, "endedAt");
+	cJSON_AddStringToObject(j, "endedAt", now);
+	/* The last status may predate the output: count the files. */
+	record_set_size(j, dfd, record_streams[LS_STDOUT], "stdoutBytes");
+	record_set_size(j, dfd, record_streams[LS_STDERR], "stderrBytes");
+	if ((s = cJSON_PrintUnformatted(j)) != NULL) {
+		if (fsutil_write_atomic(dfd, RECORD_STATUS, s, strlen(s),
+		    true) == -1)
+			log_warn("event=lost_write_failed boot=%s id=%s", boot,
+			    id);
+		else
+			log_info("event=process_lost boot=%s id=%s", boot, id);
+	}
+	free(s);
+	cJSON_Delete(j);
+}
+
+static void
+record_set_size(cJSON *j, int dfd, const char *file, const char *field)
+{
+	struct stat	st;
+
+	/* A link planted as the file tells nothing of the record. */
+	if (fstatat(dfd, file, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    !S_ISREG(st.st_mode))
+		return;
+	cJSON_DeleteItemFromObjectCaseSensitive(j, field);
+	cJSON_AddNumberToObject(j, field, (double)st.st_size);
+}
+
+/*
+ * A record that never got its first status (its agent died within the
+ * first moments): what meta.json says of it.
+ */
+static cJSON *
+record_status_from_meta(int dfd, const char *id, const char *boot)
+{
+	static const struct {
+		const char	*meta, *status;
+	} fields[] = {
+		{ "argv", "command" }, { "cwd", "cwd" },
+		{ "created_at", "startedAt" }, { "tags", "tags" },
+	};
+	const cJSON	*x;
+	cJSON		*j, *m;
+	size_t		 i;
+
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "id", id);
+	m = record_read_json(dfd, RECORD_META);
+	for (i = 0; m != NULL && i < sizeof(fields) / sizeof(fields[0]); i++)
+		if ((x = cJSON_GetObjectItemCaseSensitive(m, fields[i].meta)))
+			cJSON_AddItemToObject(j, fields[i].status,
+			    cJSON_Duplicate(x, 1));
+	cJSON_Delete(m);
+	cJSON_AddStringToObject(j, "bootId", boot);
+	cJSON_AddNumberToObject(j, "droppedBytes", 0);
+	return j;
+}
+
+/* ------------------------------------------------------------------ */
+/* Durability */
+
+pid_t
+record_sync(int fd)
+{
+	pid_t	pid;
+
+	if ((pid = fork()) == 0) {
+		/* No pipe or socket of the agent may live on in it. */
+		spawn_close_except(&fd, 1);
+		(void)syncfs(fd);
+		_exit(0);
+	}
+	if (pid > 0)
+		return pid;
+	return syncfs(fd) == -1 ? -1 : 0;
+}

@@ -1,0 +1,116 @@
+/*
+ * record: a process's record on disk, boots/<boot>/procs/<id>/ —
+ * meta.json (how it was launched, written once), status.json (its last
+ * status, replaced atomically) and its stored output (a logstore of the
+ * streams "stdout" and "stderr").  The only module that knows these
+ * names.  Also: reading an earlier boot's records, marking those whose
+ * boot ended under them "lost", and syncfs off the loop.
+ */
+#ifndef TEND_RECORD_H
+#define TEND_RECORD_H
+
+#include <sys/types.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+
+#include "logstore.h"
+
+/* A boot's records directory, as its owner (the table) holds it. */
+struct record_dir {
+	int	 fd;		/* boots/<boot>/procs, or -1 while it cannot
+				   be made */
+	int	 err;		/* errno of the last write the state dir
+				   refused, while one is owed; or 0 */
+	/* Make fd (again): it was never made, or was removed.  -1, errno. */
+	int	(*remake)(struct record_dir *);
+};
+
+/* One record's files, for its live process. */
+struct record {
+	struct record_dir *dir;
+	const char	*id;		/* the directory's name (the owner's) */
+	int		 dirfd;		/* held, or -1 */
+	bool		 nodir;		/* launched without a directory: its
+					   output is dropped */
+	bool		 fds_open;	/* ls (and dirfd) hold open files */
+	bool		 status_failed;	/* the last status.json write failed */
+	char		*meta;		/* meta.json, until it is written */
+	struct logstore	 ls;		/* its output: the owner drains into it */
+};
+
+/* ------------------------------------------------------------------ */
+/* A live record */
+
+/* Nothing open, nothing owed: what record_free may take. */
+void	record_init(struct record *);
+/*
+ * Make the record's directory and its (lazy) store.  When the state dir
+ * refuses it (full, read-only, the procs directory missing) the record
+ * lives in memory, its output dropped and counted, and its directory is
+ * made with its first file written later: 1, with errno saying why.  0,
+ * or -1 and errno for anything else (a link planted under the ID).
+ */
+int	record_open(struct record *, struct record_dir *, const char *id,
+	    uint64_t maxlog);
+/* Take meta (malloc'd JSON text) and write it; kept while refused. */
+int	record_set_meta(struct record *, char *meta);
+/* Write meta.json if it is still owed.  0, or -1 and errno. */
+int	record_put_meta(struct record *);
+/*
+ * Replace status.json with json (NULL: it could not be made, ENOMEM).
+ * -1 and errno when it did not take: the previous file stays whole, and
+ * the status is owed until a write takes.
+ */
+int	record_put_status(struct record *, const char *json);
+/* The last status.json write failed: a status is owed. */
+bool	record_status_failed(const struct record *);
+/* meta.json or status.json is owed. */
+bool	record_owed(const struct record *);
+/* Launched without a directory, and none made since. */
+bool	record_in_memory(const struct record *);
+/* Give back ls's files and the directory's fd (an ended record). */
+bool	record_release(struct record *);
+/* The store, its files reopened read-only if they were given back. */
+struct logstore *record_store(struct record *);
+/* Remove the files.  -1 and errno: then they stay as they were. */
+int	record_remove(struct record *);
+void	record_free(struct record *);
+/* A state dir that is full, read-only or gone refused with this errno. */
+bool	record_refused(int err);
+
+/* ------------------------------------------------------------------ */
+/* Earlier boots' records, by name under their procs directory */
+
+/* An ID, the name of a record's directory: ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ */
+bool	record_id_valid(const char *);
+
+/* The last status.json as written, NUL-terminated; NULL and errno. */
+char	*record_status_text(int procsfd, const char *id, size_t *len);
+/*
+ * Open a record read-only: its output into ls (logstore_open) and its
+ * last status, parsed, into *status (NULL when it has none).  -1 and
+ * errno (ENOENT: no such record).
+ */
+int	record_open_ro(int procsfd, const char *id, struct logstore *ls,
+	    cJSON **status);
+/* The last statuses of every record, those in state `state` ("": all). */
+cJSON	*record_list(int procsfd, const char *state);
+/*
+ * Records without a final status (running, or none written) become
+ * state "error" with error.code "lost", once; boot names their boot.
+ */
+void	record_mark_lost(int procsfd, const char *boot);
+
+/* ------------------------------------------------------------------ */
+/* Durability */
+
+/*
+ * syncfs(fd) in a child, so that the loop does not wait for the disk:
+ * the child's pid (for the reap loop), or 0 when no child could be made
+ * and the sync was done here, -1 and errno if that failed.
+ */
+pid_t	record_sync(int fd);
+
+#endif

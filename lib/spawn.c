@@ -1,0 +1,463 @@
+/*
+ * spawn.c: starting a child program.
+ *
+ * Owns how a child comes to life: the PATH lookup along the child's own
+ * environment, posix_spawn (vfork-fast) for the common launch, fork for
+ * what posix_spawn cannot do (another user, a controlling terminal),
+ * the errno handshake that reports a failed exec from a forked child,
+ * default signals, and the limits a child gets (oom score, fd limit).
+ * It knows nothing of records or of the table: the caller gives fds.
+ */
+#include <linux/close_range.h>
+#include <linux/oom.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "fsutil.h"
+#include "spawn.h"
+#include "tunables.h"
+#include "util.h"
+
+extern char **environ;
+
+static _Noreturn void spawn_child(const struct spawn_opts *, int);
+static int	spawn_child_stdio(const struct spawn_opts *);
+static int	spawn_child_ctty(const char *);
+static int	spawn_child_user(const struct spawn_opts *);
+static pid_t	spawn_fork(const struct spawn_opts *, bool *);
+static pid_t	spawn_posix(const struct spawn_opts *, bool *);
+static int	spawn_attr(posix_spawnattr_t *, const struct spawn_opts *);
+static int	spawn_actions(posix_spawn_file_actions_t *,
+		    const struct spawn_opts *);
+static int	spawn_sh(pid_t *, const char *, posix_spawn_file_actions_t *,
+		    posix_spawnattr_t *, char *const *, char *const *);
+
+/* ------------------------------------------------------------------ */
+/* Limits */
+
+void
+spawn_limits_init(struct spawn_limits *l)
+{
+	char	*s, adj[16];
+	int	 fd, n, own = 0;
+
+	memset(l, 0, sizeof(*l));
+	/*
+	 * Under memory pressure the kernel should pick a child, never the
+	 * agent: lower our own score where allowed, raise the children's.
+	 */
+	if ((fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC)) != -1) {
+		n = snprintf(adj, sizeof(adj), "%d", SPAWN_AGENT_OOM_ADJ);
+		(void)!write(fd, adj, n);	/* needs CAP_SYS_RESOURCE */
+		close(fd);
+	}
+	if ((s = fsutil_read(AT_FDCWD, "/proc/self/oom_score_adj", 16,
+	    NULL)) != NULL) {
+		own = atoi(s);
+		free(s);
+	}
+	l->oom_adj = own < 0 ? 0 : own + SPAWN_CHILD_OOM_RAISE;
+	if (l->oom_adj > OOM_SCORE_ADJ_MAX)
+		l->oom_adj = OOM_SCORE_ADJ_MAX;
+
+	/*
+	 * Each live process holds about seven fds: raise our soft limit to
+	 * the hard one, and give children the limit we were started with
+	 * (select(2) users break above 1024).
+	 */
+	if (getrlimit(RLIMIT_NOFILE, &l->nofile) == 0) {
+		struct rlimit	rl = l->nofile;
+
+		rl.rlim_cur = rl.rlim_max;
+		l->nofile_raised = rl.rlim_cur != l->nofile.rlim_cur &&
+		    setrlimit(RLIMIT_NOFILE, &rl) == 0;
+	} else
+		l->nofile.rlim_cur = l->nofile.rlim_max = RLIM_INFINITY;
+}
+
+void
+spawn_child_limits(const struct spawn_limits *l, pid_t pid)
+{
+	char	file[64], adj[16];
+	int	fd, n;
+
+	if (pid == 0)
+		(void)setrlimit(RLIMIT_NOFILE, &l->nofile);
+	else if (l->nofile_raised)
+		(void)prlimit(pid, RLIMIT_NOFILE, &l->nofile, NULL);
+	if (pid == 0)
+		strcpy(file, "/proc/self/oom_score_adj");
+	else
+		snprintf(file, sizeof(file), "/proc/%d/oom_score_adj", (int)pid);
+	if ((fd = open(file, O_WRONLY | O_CLOEXEC)) != -1) {
+		n = snprintf(adj, sizeof(adj), "%d", l->oom_adj);
+		(void)!write(fd, adj, n);
+		close(fd);
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* What every child starts with */
+
+/*
+ * libev blocks what it watches, and ignored signals survive exec.
+ * glibc's sigaction refuses the two signals it reserves (32, 33), which
+ * a parent may still have left ignored: those go through the raw system
+ * call.
+ */
+void
+spawn_reset_signals(void)
+{
+	struct sigaction	sa;
+	struct {
+		void		*handler;
+		unsigned long	 flags;
+		void		*restorer;
+		uint64_t	 mask;
+	}			ksa = { 0 };
+	sigset_t		none;
+	int			sig;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigaction(sig, &sa, NULL) == -1 && sig != SIGKILL &&
+		    sig != SIGSTOP)
+			(void)syscall(SYS_rt_sigaction, sig, &ksa, NULL,
+			    sizeof(ksa.mask));
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/*
+ * Close every fd but the n in keep (in a child before exec or _exit).
+ * The gaps between kept fds go with close_range; where it is missing
+ * (before Linux 5.9) the fds below SPAWN_CLOSE_MAX are closed one by one.
+ * Async-signal-safe; keep is sorted in place.
+ */
+void
+spawn_close_except(int *keep, int n)
+{
+	unsigned int	lo = 0, hi;
+	int		i, j, t, fd;
+
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && keep[j - 1] > keep[j]; j--)
+			t = keep[j], keep[j] = keep[j - 1], keep[j - 1] = t;
+	for (i = 0; i <= n; i++) {
+		hi = i < n ? (unsigned int)keep[i] : ~0U;
+		if (hi > lo && close_range(lo, hi - 1, 0) == -1)
+			for (fd = (int)lo; (unsigned int)fd < hi &&
+			    fd < SPAWN_CLOSE_MAX; fd++)
+				(void)close(fd);
+		lo = hi + 1;
+	}
+}
+
+int
+spawn_which(char *const *envp, const char *cwd, const char *name, char *out,
+    size_t n)
+{
+	const char	*path = "/usr/local/bin:/usr/bin:/bin", *p, *colon;
+	struct stat	 st;
+	size_t		 i, len;
+	int		 err = ENOENT;
+
+	if (strchr(name, '/') != NULL) {
+		snprintf(out, n, "%s", name);
+		return 0;
+	}
+	for (i = 0; envp[i] != NULL; i++)
+		if (strncmp(envp[i], "PATH=", 5) == 0)
+			path = envp[i] + 5;
+	for (p = path; ; p = colon + 1) {
+		colon = strchr(p, ':');
+		len = colon ? (size_t)(colon - p) : strlen(p);
+		/* A relative entry is relative to the child's cwd. */
+		if (snprintf(out, n, "%s%s%.*s%s%s",
+		    len && *p != '/' && cwd ? cwd : "",
+		    len && *p != '/' && cwd ? "/" : "",
+		    (int)len, p, len ? "/" : "", name) < (int)n &&
+		    stat(out, &st) == 0 && S_ISREG(st.st_mode)) {
+			if (access(out, X_OK) == 0)
+				return 0;
+			err = EACCES;
+		}
+		if (colon == NULL)
+			break;
+	}
+	errno = err;
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Start */
+
+pid_t
+spawn_start(const struct spawn_opts *o, bool *failed)
+{
+	*failed = false;
+	/*
+	 * One place decides the path: what posix_spawn cannot do (another
+	 * user, a controlling terminal; later clone3 into a cgroup) forks.
+	 */
+	if (o->has_user || o->ctty != NULL)
+		return spawn_fork(o, failed);
+	return spawn_posix(o, failed);
+}
+
+/*
+ * The fork path: everything is set up in the child, and a failure comes
+ * back as an errno on a close-on-exec pipe (EOF: the exec succeeded).
+ */
+static pid_t
+spawn_fork(const struct spawn_opts *o, bool *failed)
+{
+	sigset_t	all, old;
+	ssize_t		n;
+	pid_t		pid;
+	int		xpipe[2], childerr, err;
+
+	if (pipe2(xpipe, O_CLOEXEC) == -1)
+		return -1;
+	/*
+	 * Signals are blocked across fork so that no handler of the agent
+	 * runs in the child before it resets them.
+	 */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid = fork();
+	if (pid == 0)
+		spawn_child(o, xpipe[1]);
+	err = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(xpipe[1]);
+	if (pid == -1) {
+		close(xpipe[0]);
+		errno = err == ENOMEM ? EAGAIN : err;
+		return -1;
+	}
+	do
+		n = read(xpipe[0], &childerr, sizeof(childerr));
+	while (n == -1 && errno == EINTR);
+	close(xpipe[0]);
+	if (n == (ssize_t)sizeof(childerr)) {
+		*failed = true;		/* the child exits 127: the reaper's */
+		errno = childerr;
+		return -1;
+	}
+	return pid;
+}
+
+/*
+ * In the child, between fork and exec.  Only async-signal-safe calls
+ * until exec (initgroups is the documented exception: it reads the group
+ * database, which is safe after fork in a single-threaded parent).  A
+ * failure is reported through errfd as an errno, then _exit(127).
+ */
+static _Noreturn void
+spawn_child(const struct spawn_opts *o, int errfd)
+{
+	int	e;
+
+	spawn_reset_signals();
+	if ((o->setsid || o->ctty != NULL) && setsid() == -1)
+		goto fail;
+	if (o->limits != NULL)
+		spawn_child_limits(o->limits, 0);
+	if (spawn_child_stdio(o) == -1)
+		goto fail;
+	/* errfd is close-on-exec: it goes at exec. */
+	if (o->closefds) {
+		int	keep[] = { 0, 1, 2, errfd };
+
+		spawn_close_except(keep, nitems(keep));
+	}
+	if (o->cwd != NULL && chdir(o->cwd) == -1)
+		goto fail;
+	if (o->has_user && spawn_child_user(o) == -1)
+		goto fail;
+	environ = (char **)o->envp;
+	execvp(o->argv[0], o->argv);
+fail:
+	e = errno;
+	(void)!write(errfd, &e, sizeof(e));
+	_exit(127);
+}
+
+static int
+spawn_child_stdio(const struct spawn_opts *o)
+{
+	int	i;
+
+	if (o->ctty != NULL)
+		return spawn_child_ctty(o->ctty);
+	for (i = 0; i < 3; i++)
+		if (o->fd[i] != -1 && dup2(o->fd[i], i) == -1)
+			return -1;
+	return 0;
+}
+
+/*
+ * The terminal as the child's stdio and controlling terminal, in the
+ * session the child leads.  (lib/pty.c's pty_child_setup takes this
+ * over once it lands.)
+ */
+static int
+spawn_child_ctty(const char *slave)
+{
+	int	fd, i;
+
+	if ((fd = open(slave, O_RDWR)) == -1)
+		return -1;
+	if (ioctl(fd, TIOCSCTTY, 0) == -1)
+		return -1;
+	for (i = 0; i < 3; i++)
+		if (dup2(fd, i) == -1)
+			return -1;
+	if (fd > 2)
+		(void)close(fd);
+	return 0;
+}
+
+static int
+spawn_child_user(const struct spawn_opts *o)
+{
+	if ((o->user == NULL || initgroups(o->user, o->gid) == -1) &&
+	    setgroups(0, NULL) == -1)
+		return -1;
+	if (setgid(o->gid) == -1 || setuid(o->uid) == -1)
+		return -1;
+	return 0;
+}
+
+/*
+ * The common path: posix_spawn with default signals, an empty mask, the
+ * fds asked for.  What posix_spawn cannot do is done from here right
+ * after: the oom score and the fd limit, before the process can have
+ * done much.  A file action that cannot be set up fails the launch: the
+ * child would otherwise run with the agent's stdio or in its cwd.
+ */
+static pid_t
+spawn_posix(const struct spawn_opts *o, bool *failed)
+{
+	posix_spawn_file_actions_t	 fa;
+	posix_spawnattr_t		 attr;
+	char				 path[PATH_MAX];
+	pid_t				 pid;
+	int				 rc;
+
+	if (spawn_which(o->envp, o->cwd, o->argv[0], path, sizeof(path)) == -1) {
+		*failed = true;
+		return -1;
+	}
+	if ((rc = posix_spawnattr_init(&attr)) != 0) {
+		errno = rc;
+		return -1;
+	}
+	if ((rc = posix_spawn_file_actions_init(&fa)) != 0) {
+		posix_spawnattr_destroy(&attr);
+		errno = rc;
+		return -1;
+	}
+	if ((rc = spawn_attr(&attr, o)) == 0 &&
+	    (rc = spawn_actions(&fa, o)) == 0) {
+		rc = posix_spawn(&pid, path, &fa, &attr, o->argv, o->envp);
+		if (rc == ENOEXEC)
+			rc = spawn_sh(&pid, path, &fa, &attr, o->argv, o->envp);
+		/* Not the program's fault: the agent could not make it now. */
+		*failed = rc != 0 && rc != EAGAIN && rc != ENOMEM;
+		if (rc == ENOMEM)
+			rc = EAGAIN;
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	if (o->limits != NULL)
+		spawn_child_limits(o->limits, pid);
+	return pid;
+}
+
+static int
+spawn_attr(posix_spawnattr_t *attr, const struct spawn_opts *o)
+{
+	sigset_t	all, none;
+	short		flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+	int		rc;
+
+	sigfillset(&all);
+	/*
+	 * glibc's sigfillset leaves out the two signals it reserves (32,
+	 * 33), and its posix_spawn then sets them to SIG_IGN in the child
+	 * (ignored dispositions survive exec).  Add them by hand: the set is
+	 * only handed to posix_spawn's own "reset to default" loop.
+	 */
+	all.__val[0] |= 1UL << (32 - 1) | 1UL << (33 - 1);
+	sigemptyset(&none);
+	if (o->setsid)
+		flags |= POSIX_SPAWN_SETSID;
+	if ((rc = posix_spawnattr_setsigdefault(attr, &all)) != 0 ||
+	    (rc = posix_spawnattr_setsigmask(attr, &none)) != 0)
+		return rc;
+	return posix_spawnattr_setflags(attr, flags);
+}
+
+/* Each action checked: 0 or the error posix_spawn would have ignored. */
+static int
+spawn_actions(posix_spawn_file_actions_t *fa, const struct spawn_opts *o)
+{
+	int	i, rc;
+
+	for (i = 0; i < 3; i++)
+		if (o->fd[i] != -1 &&
+		    (rc = posix_spawn_file_actions_adddup2(fa, o->fd[i], i)) != 0)
+			return rc;
+	if (o->closefds &&
+	    (rc = posix_spawn_file_actions_addclosefrom_np(fa, 3)) != 0)
+		return rc;
+	if (o->cwd != NULL &&
+	    (rc = posix_spawn_file_actions_addchdir_np(fa, o->cwd)) != 0)
+		return rc;
+	return 0;
+}
+
+/*
+ * A file without a #! line is a shell script, as execvp has it: run it
+ * with /bin/sh, argv[0] kept as the script's name.
+ */
+static int
+spawn_sh(pid_t *pid, const char *path, posix_spawn_file_actions_t *fa,
+    posix_spawnattr_t *attr, char *const *argv, char *const *envp)
+{
+	char	**v;
+	size_t	  n = 0;
+	int	  rc;
+
+	while (argv[n] != NULL)
+		n++;
+	if ((v = calloc(n + 2, sizeof(char *))) == NULL)
+		return ENOMEM;
+	v[0] = "sh";
+	v[1] = (char *)path;
+	memcpy(v + 2, argv + 1, n * sizeof(char *));	/* with the NULL */
+	rc = posix_spawn(pid, "/bin/sh", fa, attr, v, envp);
+	free(v);
+	return rc;
+}

@@ -1,0 +1,84 @@
+/*
+ * spawn: starting a child program.  The program looked up along the
+ * PATH of the child's own environment, the child's stdio, session, cwd,
+ * user and limits, default signals; posix_spawn where it can do all of
+ * that, fork (with an errno handshake) where it cannot.
+ */
+#ifndef TEND_SPAWN_H
+#define TEND_SPAWN_H
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* What a child gets that the agent does not have. */
+struct spawn_limits {
+	int		oom_adj;	/* its oom_score_adj */
+	struct rlimit	nofile;		/* the fd limit the agent started with */
+	bool		nofile_raised;	/* the agent's own is higher now */
+};
+
+struct spawn_opts {
+	char *const	*argv;		/* NULL-terminated; argv[0] non-empty */
+	char *const	*envp;		/* the child's whole environment */
+	const char	*cwd;		/* NULL: the agent's */
+	int		 fd[3];		/* the child's 0, 1, 2; -1: the agent's */
+	bool		 setsid;	/* its own session and process group */
+	bool		 closefds;	/* no other fd of the agent stays open */
+	/* Run as this user: initgroups(user, gid), setgid, setuid. */
+	bool		 has_user;
+	uid_t		 uid;
+	gid_t		 gid;
+	const char	*user;		/* for initgroups, or NULL */
+	/*
+	 * A controlling terminal, the slave of a pty by name: the child
+	 * makes its own session, opens it as its 0, 1 and 2 (fd[] is not
+	 * used) and takes it with TIOCSCTTY.
+	 */
+	const char	*ctty;
+	const struct spawn_limits *limits;	/* NULL: none */
+};
+
+/*
+ * Lower the agent's own oom score (where it may) and raise its soft fd
+ * limit to the hard one; *l gets what children are to have instead.
+ */
+void	spawn_limits_init(struct spawn_limits *l);
+/*
+ * Apply l to a child: from the child itself (pid 0, between fork and
+ * exec: async-signal-safe) or from the parent right after it started.
+ */
+void	spawn_child_limits(const struct spawn_limits *l, pid_t pid);
+
+/*
+ * Start o->argv.  The child's pid, or -1 and errno: *failed is then true
+ * when the program could not be run (not found, not executable, its cwd
+ * or user refused; errno says why), false when the agent could not make
+ * a process now (EAGAIN) or set one up (ENOMEM, EBADF...).
+ */
+pid_t	spawn_start(const struct spawn_opts *o, bool *failed);
+
+/*
+ * name as execvp would find it, but along the PATH of envp and with a
+ * relative PATH entry taken from cwd: into out (n bytes).  -1 and ENOENT,
+ * or EACCES when only files that are not executable have that name.
+ */
+int	spawn_which(char *const *envp, const char *cwd, const char *name,
+	    char *out, size_t n);
+
+/*
+ * Default dispositions and an empty mask, as a program expects to start
+ * with: for a child before exec, and for the agent itself at start.
+ */
+void	spawn_reset_signals(void);
+
+/*
+ * Close every fd but the n in keep (sorted in place).  Async-signal-
+ * safe, for a child.
+ */
+void	spawn_close_except(int *keep, int n);
+
+#endif

@@ -1,0 +1,451 @@
+/*
+ * record: a live record's files (meta once, status replaced, both owed
+ * while the state dir refuses them), a record made in memory and given a
+ * directory later, a procs directory remade under it, links planted as
+ * records, files given back and reopened, earlier boots' records read
+ * only, lost marking, the read cap, and the syncfs child.
+ */
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "record.h"
+#include "testutil.h"
+#include "tunables.h"
+
+Suite *record_suite(void);
+
+static char		 tdir_path[64];
+static int		 tdir = -1;	/* the "procs" directory's parent */
+static struct record_dir dir;
+static int		 remakes;
+
+static void	setup(void);
+static void	teardown(void);
+static int	remake(struct record_dir *);
+static const char *str(cJSON *, const char *);
+
+static void
+setup(void)
+{
+	tdir = tu_tmpdir(tdir_path, sizeof(tdir_path), "/tmp/tend-record-");
+	ck_assert_int_eq(mkdirat(tdir, "procs", 0700), 0);
+	memset(&dir, 0, sizeof(dir));
+	dir.fd = openat(tdir, "procs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(dir.fd, 0);
+	dir.remake = remake;
+	remakes = 0;
+}
+
+static void
+teardown(void)
+{
+	if (dir.fd != -1)
+		close(dir.fd);
+	close(tdir);
+	tu_rmtree(tdir_path);
+}
+
+/* As the table does: make procs again. */
+static int
+remake(struct record_dir *d)
+{
+	remakes++;
+	if (d->fd != -1)
+		close(d->fd);
+	if (mkdirat(tdir, "procs", 0700) == -1 && errno != EEXIST)
+		return -1;
+	d->fd = openat(tdir, "procs", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return d->fd == -1 ? -1 : 0;
+}
+
+static const char *
+str(cJSON *j, const char *key)
+{
+	cJSON	*v = cJSON_GetObjectItemCaseSensitive(j, key);
+
+	ck_assert_msg(cJSON_IsString(v), "%s: not a string", key);
+	return v->valuestring;
+}
+
+/* ------------------------------------------------------------------ */
+/* A live record */
+
+START_TEST(open_meta_status)
+{
+	struct record	 r;
+	char		*s;
+	size_t		 len;
+
+	ck_assert_int_eq(record_open(&r, &dir, "a1", 100), 0);
+	ck_assert(tu_exists(dir.fd, "a1"));
+	/* Lazy: no output, no files. */
+	ck_assert(!tu_exists(dir.fd, "a1/stdout"));
+	ck_assert_int_eq(logstore_append(&r.ls, 0, "out", 3), 0);
+	ck_assert(tu_exists(dir.fd, "a1/stdout"));
+	ck_assert_uint_eq(r.ls.maxbytes, 100);
+
+	ck_assert_int_eq(record_set_meta(&r, strdup("{\"m\":1}")), 0);
+	ck_assert(!record_owed(&r));
+	s = tu_slurp(dir.fd, "a1/meta.json", NULL);
+	ck_assert_str_eq(s, "{\"m\":1}");
+	free(s);
+	/* Written once: a meta.json already there is the one. */
+	ck_assert_int_eq(record_set_meta(&r, strdup("{\"m\":2}")), 0);
+	s = tu_slurp(dir.fd, "a1/meta.json", NULL);
+	ck_assert_str_eq(s, "{\"m\":1}");
+	free(s);
+
+	ck_assert_int_eq(record_put_status(&r, "{\"state\":\"running\"}"), 0);
+	ck_assert_int_eq(record_put_status(&r, "{\"state\":\"exited\"}"), 0);
+	ck_assert(!record_status_failed(&r));
+	s = record_status_text(dir.fd, "a1", &len);
+	ck_assert_str_eq(s, "{\"state\":\"exited\"}");
+	ck_assert_uint_eq(len, strlen(s));
+	free(s);
+	ck_assert(!tu_exists(dir.fd, "a1/status.json.tmp"));
+
+	ck_assert_int_eq(record_remove(&r), 0);
+	ck_assert(!tu_exists(dir.fd, "a1"));
+	record_free(&r);
+}
+END_TEST
+
+/* A status that cannot be made is owed like one the disk refused. */
+START_TEST(status_unmade_is_owed)
+{
+	struct record	r;
+
+	ck_assert_int_eq(record_open(&r, &dir, "a1", 0), 0);
+	ck_assert_int_eq(record_put_status(&r, NULL), -1);
+	ck_assert_int_eq(errno, ENOMEM);
+	ck_assert(record_status_failed(&r));
+	ck_assert(record_owed(&r));
+	ck_assert_int_eq(record_put_status(&r, "{}"), 0);
+	ck_assert(!record_owed(&r));
+	record_free(&r);
+}
+END_TEST
+
+/*
+ * Without the procs directory the record lives in memory: its output is
+ * dropped and counted, its files are owed; once the directory is back,
+ * the first write makes the record's own, which it keeps.
+ */
+START_TEST(in_memory_then_made)
+{
+	struct record	r;
+	int		fd = dir.fd;
+
+	dir.fd = -1;
+	dir.err = EROFS;
+	errno = 0;
+	ck_assert_int_eq(record_open(&r, &dir, "m", 0), 1);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert(record_in_memory(&r));
+	ck_assert_int_eq(logstore_append(&r.ls, 0, "lost", 4), 0);
+	ck_assert_uint_eq(r.ls.dropped, 4);
+	ck_assert_int_eq(record_set_meta(&r, strdup("{}")), -1);
+	ck_assert_int_eq(errno, EROFS);
+	ck_assert_int_eq(record_put_status(&r, "{\"n\":1}"), -1);
+	ck_assert(record_status_failed(&r));
+	ck_assert(record_owed(&r));
+	/* Nothing to give back, nothing to remove. */
+	ck_assert(!record_release(&r));
+	ck_assert_int_eq(record_remove(&r), 0);
+
+	dir.fd = fd;
+	dir.err = 0;
+	ck_assert_int_eq(record_put_meta(&r), 0);
+	ck_assert_int_eq(record_put_status(&r, "{\"n\":2}"), 0);
+	ck_assert(!record_owed(&r));
+	ck_assert(!record_in_memory(&r));
+	ck_assert(tu_exists(dir.fd, "m/meta.json"));
+	ck_assert(tu_exists(dir.fd, "m/status.json"));
+	/* Its output stays dropped: the store had no files to take it. */
+	ck_assert_int_eq(logstore_append(&r.ls, 0, "more", 4), 0);
+	ck_assert(!tu_exists(dir.fd, "m/stdout"));
+	ck_assert_int_eq(record_remove(&r), 0);
+	ck_assert(!tu_exists(dir.fd, "m"));
+	record_free(&r);
+}
+END_TEST
+
+START_TEST(procs_dir_remade)
+{
+	struct record	r;
+
+	tu_rmtree(tdir_path);	/* all of it, procs included */
+	ck_assert_int_eq(mkdir(tdir_path, 0700), 0);
+	close(tdir);
+	tdir = open(tdir_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_eq(record_open(&r, &dir, "again", 0), 0);
+	ck_assert_int_eq(remakes, 1);
+	ck_assert(tu_exists(tdir, "procs/again"));
+	record_free(&r);
+}
+END_TEST
+
+/* A link planted under the ID is never written through. */
+START_TEST(planted_link_refused)
+{
+	struct record	r;
+
+	ck_assert_int_eq(mkdirat(tdir, "elsewhere", 0700), 0);
+	ck_assert_int_eq(symlinkat("../elsewhere", dir.fd, "evil"), 0);
+	ck_assert_int_eq(record_open(&r, &dir, "evil", 0), -1);
+	ck_assert_int_ne(errno, 0);
+	record_free(&r);
+	/* The link stays, and nothing reached its target. */
+	ck_assert(tu_exists(dir.fd, "evil"));
+	ck_assert_ptr_null(record_status_text(dir.fd, "evil", NULL));
+	{
+		struct logstore	 ls;
+		cJSON		*st;
+
+		ck_assert_int_eq(record_open_ro(dir.fd, "evil", &ls, &st), -1);
+	}
+}
+END_TEST
+
+START_TEST(release_and_reopen)
+{
+	struct logstore	*ls;
+	struct record	 r;
+	char		 b[16];
+
+	ck_assert_int_eq(record_open(&r, &dir, "rel", 0), 0);
+	ck_assert_int_eq(logstore_append(&r.ls, 0, "hello", 5), 0);
+	ck_assert_int_eq(logstore_append(&r.ls, 1, "err", 3), 0);
+	r.ls.dropped = 7;	/* as if the disk had refused some */
+	ck_assert(record_release(&r));
+	ck_assert(!record_release(&r));
+	ck_assert_int_eq(r.ls.fd[0], -1);
+	ck_assert_int_eq(r.dirfd, -1);
+
+	ls = record_store(&r);
+	ck_assert_ptr_eq(ls, &r.ls);
+	ck_assert(ls->ro);
+	ck_assert_uint_eq(ls->end[0], 5);
+	ck_assert_uint_eq(ls->end[1], 3);
+	ck_assert_uint_eq(ls->nrec, 2);
+	ck_assert_uint_eq(ls->dropped, 7);
+	ck_assert_int_eq(logstore_pread(ls, 0, b, sizeof(b), 0), 5);
+	ck_assert_int_eq(memcmp(b, "hello", 5), 0);
+	/* Open now: asked again, the same store. */
+	ck_assert_ptr_eq(record_store(&r), ls);
+
+	/* Gone under us: NULL, and the store stays given back. */
+	ck_assert(record_release(&r));
+	ck_assert_int_eq(record_remove(&r), 0);
+	ck_assert_ptr_null(record_store(&r));
+	ck_assert_int_eq(errno, ENOENT);
+	record_free(&r);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Earlier boots' records */
+
+START_TEST(open_ro_and_status)
+{
+	struct logstore	 ls;
+	cJSON		*st;
+
+	ck_assert_int_eq(mkdirat(dir.fd, "old", 0700), 0);
+	tu_put(dir.fd, "old/stdout", "abc");
+	tu_put(dir.fd, "old/status.json", "{\"state\":\"exited\"}");
+	ck_assert_int_eq(record_open_ro(dir.fd, "old", &ls, &st), 0);
+	ck_assert(ls.ro);
+	ck_assert_uint_eq(ls.end[0], 3);
+	ck_assert_uint_eq(ls.end[1], 0);
+	ck_assert_str_eq(str(st, "state"), "exited");
+	cJSON_Delete(st);
+	logstore_close(&ls);
+
+	/* No status: the output all the same. */
+	ck_assert_int_eq(mkdirat(dir.fd, "nost", 0700), 0);
+	ck_assert_int_eq(record_open_ro(dir.fd, "nost", &ls, &st), 0);
+	ck_assert_ptr_null(st);
+	logstore_close(&ls);
+
+	ck_assert_int_eq(record_open_ro(dir.fd, "none", &ls, &st), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_int_eq(record_open_ro(dir.fd, "../procs/old", &ls, &st), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert_ptr_null(record_status_text(dir.fd, ".", NULL));
+
+	/* The read cap: no more than RECORD_READ_MAX of a status.json. */
+	ck_assert_int_eq(mkdirat(dir.fd, "huge", 0700), 0);
+	{
+		int	fd = openat(dir.fd, "huge/status.json", O_WRONLY |
+			    O_CREAT | O_CLOEXEC, 0600);
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(ftruncate(fd, RECORD_READ_MAX + 1), 0);
+		close(fd);
+	}
+	{
+		size_t	 len = 0;
+		char	*s = record_status_text(dir.fd, "huge", &len);
+
+		ck_assert_ptr_nonnull(s);
+		ck_assert_uint_eq(len, RECORD_READ_MAX);
+		free(s);
+	}
+	ck_assert_int_eq(mkdirat(dir.fd, "cap", 0700), 0);
+	{
+		int	fd = openat(dir.fd, "cap/status.json", O_WRONLY |
+			    O_CREAT | O_CLOEXEC, 0600);
+		char	*s;
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(ftruncate(fd, RECORD_READ_MAX), 0);
+		close(fd);
+		ck_assert_ptr_nonnull(s = record_status_text(dir.fd, "cap",
+		    NULL));
+		free(s);
+	}
+}
+END_TEST
+
+START_TEST(list_filters)
+{
+	cJSON	*a, *e;
+	int	 n = 0;
+
+	ck_assert_int_eq(mkdirat(dir.fd, "r1", 0700), 0);
+	ck_assert_int_eq(mkdirat(dir.fd, "r2", 0700), 0);
+	ck_assert_int_eq(mkdirat(dir.fd, "r3", 0700), 0);	/* no status */
+	ck_assert_int_eq(mkdirat(dir.fd, "bad name", 0700), 0);
+	tu_put(dir.fd, "r1/status.json", "{\"id\":\"r1\",\"state\":\"exited\"}");
+	tu_put(dir.fd, "r2/status.json", "{\"id\":\"r2\",\"state\":\"error\"}");
+	tu_put(dir.fd, "bad name/status.json", "{\"state\":\"exited\"}");
+
+	a = record_list(dir.fd, "");
+	ck_assert_int_eq(cJSON_GetArraySize(a), 2);
+	cJSON_Delete(a);
+	a = record_list(dir.fd, "exited");
+	ck_assert_int_eq(cJSON_GetArraySize(a), 1);
+	cJSON_ArrayForEach(e, a) {
+		ck_assert_str_eq(str(e, "id"), "r1");
+		n++;
+	}
+	ck_assert_int_eq(n, 1);
+	cJSON_Delete(a);
+	a = record_list(dir.fd, "running");
+	ck_assert_int_eq(cJSON_GetArraySize(a), 0);
+	cJSON_Delete(a);
+}
+END_TEST
+
+START_TEST(mark_lost)
+{
+	cJSON	*j, *e;
+
+	ck_assert_int_eq(mkdirat(dir.fd, "run", 0700), 0);
+	ck_assert_int_eq(mkdirat(dir.fd, "done", 0700), 0);
+	ck_assert_int_eq(mkdirat(dir.fd, "young", 0700), 0);
+	tu_put(dir.fd, "run/status.json", "{\"id\":\"run\",\"state\":\"running\","
+	    "\"stdoutBytes\":1}");
+	tu_put(dir.fd, "run/stdout", "12345");
+	tu_put(dir.fd, "done/status.json", "{\"id\":\"done\",\"state\":\"exited\"}");
+	tu_put(dir.fd, "young/meta.json", "{\"argv\":[\"sleep\",\"9\"],"
+	    "\"cwd\":\"/\",\"created_at\":\"2024-01-01T00:00:00.000Z\","
+	    "\"tags\":{\"k\":\"v\"},\"env\":[]}");
+
+	record_mark_lost(dir.fd, "b00t");
+	j = tu_json(dir.fd, "run/status.json");
+	ck_assert_str_eq(str(j, "state"), "error");
+	e = cJSON_GetObjectItemCaseSensitive(j, "error");
+	ck_assert_str_eq(str(e, "code"), "lost");
+	ck_assert_ptr_nonnull(strstr(str(e, "message"), "b00t"));
+	ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(j,
+	    "stdoutBytes")->valueint, 5);
+	cJSON_Delete(j);
+	j = tu_json(dir.fd, "done/status.json");
+	ck_assert_str_eq(str(j, "state"), "exited");
+	cJSON_Delete(j);
+	/* No status yet: what meta.json says, as a status. */
+	j = tu_json(dir.fd, "young/status.json");
+	ck_assert_str_eq(str(j, "state"), "error");
+	ck_assert_str_eq(str(j, "id"), "young");
+	ck_assert_str_eq(str(j, "bootId"), "b00t");
+	ck_assert_str_eq(str(j, "startedAt"), "2024-01-01T00:00:00.000Z");
+	ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j,
+	    "command"), 0)->valuestring, "sleep");
+	ck_assert_str_eq(str(cJSON_GetObjectItemCaseSensitive(j, "tags"), "k"),
+	    "v");
+	cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(id_vectors)
+{
+	static const char *const good[] = { "a", "Z9", "a.b_c-d", "0" };
+	static const char *const bad[] = { "", ".", "..", ".a", "-a", "_a",
+	    "a/b", "a b", "a\n" };
+	char	 longest[PROC_ID_MAX + 2];
+	size_t	 i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(record_id_valid(good[i]), "%s", good[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!record_id_valid(bad[i]), "%s", bad[i]);
+	memset(longest, 'a', sizeof(longest));
+	longest[PROC_ID_MAX] = '\0';
+	ck_assert(record_id_valid(longest));
+	longest[PROC_ID_MAX] = 'a';
+	longest[PROC_ID_MAX + 1] = '\0';
+	ck_assert(!record_id_valid(longest));
+}
+END_TEST
+
+START_TEST(sync_child)
+{
+	int	st;
+	pid_t	pid;
+
+	pid = record_sync(dir.fd);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_eq(WEXITSTATUS(st), 0);
+}
+END_TEST
+
+Suite *
+record_suite(void)
+{
+	Suite	*s = suite_create("record");
+	TCase	*tc;
+
+	tc = tcase_create("live");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, open_meta_status);
+	tcase_add_test(tc, status_unmade_is_owed);
+	tcase_add_test(tc, in_memory_then_made);
+	tcase_add_test(tc, procs_dir_remade);
+	tcase_add_test(tc, planted_link_refused);
+	tcase_add_test(tc, release_and_reopen);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("stored");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, open_ro_and_status);
+	tcase_add_test(tc, list_filters);
+	tcase_add_test(tc, mark_lost);
+	tcase_add_test(tc, id_vectors);
+	tcase_add_test(tc, sync_child);
+	suite_add_tcase(s, tc);
+	return s;
+}
