@@ -61,7 +61,7 @@ deps_closure = $(if $(1),$(call deps_closure,$(filter-out $(2) \
     $(firstword $(1)),$(wordlist 2,$(words $(1)),$(1)) \
     $(DEPS_$(firstword $(1)))),$(2) $(firstword $(1))),$(sort $(2)))
 unit_objs = $(patsubst %,$(BUILD)/lib/%.o,$(call deps_closure,$(1)))
-# Why suite $(1) cannot be built, if it cannot: no line, or a cycle.
+# Stops make if suite $(1) cannot be built: no line, or a cycle.
 unit_check = $(if $(filter undefined,$(origin DEPS_$(1))),\
     $(error tests/unit/test_$(1).c: no DEPS_$(1) line in the Makefile))\
     $(if $(filter $(1),$(call deps_closure,$(DEPS_$(1)))),\
@@ -92,8 +92,9 @@ $(BUILD)/tests/unit/main-%.o: tests/unit/main.c tests/unit/testutil.h
 
 .SECONDEXPANSION:
 $(BUILD)/unit-%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/main-%.o \
-    $(BUILD)/tests/unit/testutil.o $$(call unit_objs,$$* $$(TEST_DEPS_$$*))
-	@echo "LD $@"$(call unit_check,$*)
+    $(BUILD)/tests/unit/testutil.o $$(call unit_check,$$*) \
+    $$(call unit_objs,$$* $$(TEST_DEPS_$$*))
+	@echo "LD $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CHECK_LIBS)
 
 # The runner of every suite: a script, so that each suite stays its own
