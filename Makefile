@@ -68,7 +68,7 @@ unit_check = $(if $(filter undefined,$(origin DEPS_$(1))),\
     $(error DEPS_$(1): $(1) depends on itself, a layering bug))
 UNIT_BIN := $(UNIT_SUITES:%=$(BUILD)/unit-%)
 .SECONDARY: $(UNIT_SUITES:%=$(BUILD)/tests/unit/main-%.o) \
-    $(UNIT_SUITES:%=$(BUILD)/tests/unit/test_%.o)
+    $(UNIT_SUITES:%=$(BUILD)/tests/unit/test_%.o) $(BUILD)/tests/unit/testutil.o
 
 .PHONY: all setup test unit blackbox asan valgrind run bench clean conformance
 
