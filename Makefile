@@ -27,7 +27,8 @@ AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/%.o)
 # should <m> need that module at all?
 #
 # Each DEPS_<m> lists lib/<m>.c's direct dependencies only, the lib/
-# modules whose symbols `nm -u build/lib/<m>.o` names (make adds theirs).
+# modules whose symbols `nm -u build/lib/<m>.o` names (make adds theirs;
+# `make deps` prints what nm finds).
 # Dependencies run one way, down this list; a new module or suite is one
 # line here (an empty one for a module that needs none): a test_<m>.c
 # without a DEPS_<m> line stops the build.  A TEST_DEPS_<m> line names
@@ -70,7 +71,7 @@ UNIT_BIN := $(UNIT_SUITES:%=$(BUILD)/unit-%)
 .SECONDARY: $(UNIT_SUITES:%=$(BUILD)/tests/unit/main-%.o) \
     $(UNIT_SUITES:%=$(BUILD)/tests/unit/test_%.o) $(BUILD)/tests/unit/testutil.o
 
-.PHONY: all setup test unit blackbox asan valgrind run bench clean conformance
+.PHONY: all setup test unit deps blackbox asan valgrind run bench clean conformance
 
 all: $(BUILD)/tend
 
@@ -112,6 +113,22 @@ $(BUILD)/unit: $(UNIT_BIN) Makefile
 
 unit: $(BUILD)/unit
 	$(BUILD)/unit
+
+# Each module's direct dependencies as nm finds them, in DEPS_ form;
+# "# here:" marks a line that the Makefile has otherwise (or not at all).
+deps: $(LIB_OBJ)
+	@for o in $(LIB_OBJ); do \
+	    nm -g --defined-only $$o | awk -v m=$$(basename $$o .o) \
+		'NF == 3 { print $$3, m }'; \
+	done | LC_ALL=C sort >$(BUILD)/lib/defs
+	@$(foreach m,$(LIB_SRC:lib/%.c=%),\
+	    d=$$(nm -u $(BUILD)/lib/$(m).o | awk '{ print $$2 }' | \
+		LC_ALL=C sort -u | LC_ALL=C join - $(BUILD)/lib/defs | \
+		awk '$$2 != "$(m)" { print $$2 }' | sort -u | xargs); \
+	    h="$(if $(filter undefined,$(origin DEPS_$(m))),none,$(strip \
+		$(sort $(DEPS_$(m)))))"; \
+	    printf 'DEPS_%s\t:=%s%s\n' $(m) "$${d:+ $$d}" \
+		"$$([ "$$d" = "$$h" ] || echo "	# here: $$h")";)
 
 blackbox: $(BUILD)/tend
 	TEND_BIN=$(abspath $(BUILD)/tend) scripts/test
