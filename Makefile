@@ -16,12 +16,62 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 LIB_SRC   := $(wildcard lib/*.c)
 AGENT_SRC := $(wildcard agent/*.c)
-UNIT_SRC  := $(wildcard tests/unit/*.c)
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/%.o)
-UNIT_OBJ  := $(UNIT_SRC:%.c=$(BUILD)/%.o)
 
-.PHONY: all setup test unit blackbox asan valgrind run bench clean conformance
+# Unit tests: one binary per suite, build/unit-<m> for tests/unit/test_<m>.c,
+# linking that file, tests/unit/testutil.o, a runner (tests/unit/main.c
+# built with -DSUITE=<m>) and only lib/<m>.o with what it depends on: the
+# closure of the DEPS_ lines below.  A suite that does not link names a
+# dependency its module's line lacks, which is a layering question first:
+# should <m> need that module at all?
+#
+# Each DEPS_<m> lists lib/<m>.c's direct dependencies only, the lib/
+# modules whose symbols `nm -u build/lib/<m>.o` names (make adds theirs;
+# `make deps` prints what nm finds).
+# Dependencies run one way, down this list; a new module or suite is one
+# line here (an empty one for a module that needs none): a test_<m>.c
+# without a DEPS_<m> line stops the build.  A TEST_DEPS_<m> line names
+# what the test file itself uses that its module does not (rarely: such
+# a test usually belongs in another suite).  build/unit runs every suite,
+# each under the command given to it if any (`build/unit valgrind -q`);
+# run build/unit-<m> alone for one.
+DEPS_buf	:=
+DEPS_log	:=
+DEPS_fsutil	:=
+DEPS_pty	:=
+DEPS_codec	:= buf
+DEPS_cursor	:= codec
+DEPS_hclient	:= buf
+DEPS_ws		:= buf codec
+DEPS_logstore	:= codec
+DEPS_files	:= codec fsutil
+DEPS_spawn	:= fsutil
+DEPS_tar	:= fsutil spawn
+DEPS_http	:= buf codec log
+DEPS_record	:= codec fsutil log logstore spawn
+DEPS_boot	:= codec fsutil log record
+DEPS_proc	:= boot buf codec log logstore record spawn
+DEPS_api_bridge	:=
+# What a suite's own test code uses beyond its module (test helpers only).
+TEST_DEPS_pty	:= buf
+
+UNIT_SUITES := $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
+# $(call deps_closure,todo,seen): every module reachable from todo.
+deps_closure = $(if $(1),$(call deps_closure,$(filter-out $(2) \
+    $(firstword $(1)),$(wordlist 2,$(words $(1)),$(1)) \
+    $(DEPS_$(firstword $(1)))),$(2) $(firstword $(1))),$(sort $(2)))
+unit_objs = $(patsubst %,$(BUILD)/lib/%.o,$(call deps_closure,$(1)))
+# Stops make if suite $(1) cannot be built: no line, or a cycle.
+unit_check = $(if $(filter undefined,$(origin DEPS_$(1))),\
+    $(error tests/unit/test_$(1).c: no DEPS_$(1) line in the Makefile))\
+    $(if $(filter $(1),$(call deps_closure,$(DEPS_$(1)))),\
+    $(error DEPS_$(1): $(1) depends on itself, a layering bug))
+UNIT_BIN := $(UNIT_SUITES:%=$(BUILD)/unit-%)
+.SECONDARY: $(UNIT_SUITES:%=$(BUILD)/tests/unit/main-%.o) \
+    $(UNIT_SUITES:%=$(BUILD)/tests/unit/test_%.o) $(BUILD)/tests/unit/testutil.o
+
+.PHONY: all setup test unit deps blackbox asan valgrind run bench clean conformance
 
 all: $(BUILD)/tend
 
@@ -36,11 +86,49 @@ $(BUILD)/%.o: %.c $(wildcard lib/*.h agent/*.h tests/unit/*.h)
 $(BUILD)/tend: $(AGENT_OBJ) $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/unit: $(UNIT_OBJ) $(LIB_OBJ)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CHECK_LIBS)
+$(BUILD)/tests/unit/main-%.o: tests/unit/main.c tests/unit/testutil.h
+	@mkdir -p $(dir $@)
+	@echo "CC $< (SUITE=$*)"
+	@$(CC) $(CFLAGS) -DSUITE=$* -c -o $@ $<
+
+.SECONDEXPANSION:
+$(BUILD)/unit-%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/main-%.o \
+    $(BUILD)/tests/unit/testutil.o $$(call unit_check,$$*) \
+    $$(call unit_objs,$$* $$(TEST_DEPS_$$*))
+	@echo "LD $@"
+	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CHECK_LIBS)
+
+# The runner of every suite: a script, so that each suite stays its own
+# binary (and its own link check).
+$(BUILD)/unit: $(UNIT_BIN) Makefile
+	@printf '%s\n' '#!/bin/sh' \
+	    '# Made by the Makefile: every unit suite, each under "$$@" if given.' \
+	    'd=$$(dirname "$$0"); failed=' \
+	    'for s in $(UNIT_SUITES); do' \
+	    '	"$$@" "$$d/unit-$$s" || failed="$$failed $$s"' \
+	    'done' \
+	    '[ -z "$$failed" ] || { echo "unit: FAILED:$$failed" >&2; exit 1; }' \
+	    'echo "unit: $(words $(UNIT_SUITES)) suites passed"' >$@.tmp
+	@chmod +x $@.tmp && mv $@.tmp $@
 
 unit: $(BUILD)/unit
 	$(BUILD)/unit
+
+# Each module's direct dependencies as nm finds them, in DEPS_ form;
+# "# here:" marks a line that the Makefile has otherwise (or not at all).
+deps: $(LIB_OBJ)
+	@for o in $(LIB_OBJ); do \
+	    nm -g --defined-only $$o | awk -v m=$$(basename $$o .o) \
+		'NF == 3 { print $$3, m }'; \
+	done | LC_ALL=C sort >$(BUILD)/lib/defs
+	@$(foreach m,$(LIB_SRC:lib/%.c=%),\
+	    d=$$(nm -u $(BUILD)/lib/$(m).o | awk '{ print $$2 }' | \
+		LC_ALL=C sort -u | LC_ALL=C join - $(BUILD)/lib/defs | \
+		awk '$$2 != "$(m)" { print $$2 }' | sort -u | xargs); \
+	    h="$(if $(filter undefined,$(origin DEPS_$(m))),none,$(strip \
+		$(sort $(DEPS_$(m)))))"; \
+	    printf 'DEPS_%s\t:=%s%s\n' $(m) "$${d:+ $$d}" \
+		"$$([ "$$d" = "$$h" ] || echo "	# here: $$h")";)
 
 blackbox: $(BUILD)/tend
 	TEND_BIN=$(abspath $(BUILD)/tend) scripts/test
@@ -59,7 +147,7 @@ asan: setup
 	ASAN_OPTIONS=detect_leaks=0 TEND_BIN=$(abspath build-asan/tend) TEND_SLOW=1 scripts/test
 
 valgrind: setup all $(BUILD)/unit
-	CK_FORK=no valgrind -q --error-exitcode=1 --leak-check=full $(BUILD)/unit
+	CK_FORK=no $(BUILD)/unit valgrind -q --error-exitcode=1 --leak-check=full
 
 run: setup all
 	scripts/run

@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api_bridge.h"
 #include "buf.h"
 #include "http.h"
 #include "testutil.h"
@@ -840,26 +839,18 @@ START_TEST(route_captures)
 		{ "/v1/echo/one/x/two", "/v1/echo/one/x/two|one|two" },
 		{ "/v1/files/a/b/c.txt", "/v1/files/a/b/c.txt|a/b/c.txt" },
 		{ "/v1/files/", "/v1/files/|" },
-		/* The bridge's prefix is removed before routing. */
-		{ "/v1/sandbox/sb-1/processes/abc", "/v1/processes/abc|abc" },
-		{ "/v1/sandbox/x/echo/1/x/2?q=1", "/v1/echo/1/x/2|1|2" },
-		{ "/v1/sandbox/a-much-longer-sandbox-id/files/f",
-		  "/v1/files/f|f" },
-		{ "/v1/sandbox//processes/p", "/v1/processes/p|p" },
 	};
 	struct client	*c = cl_open(sock_path);
 	struct resp	 r;
 	size_t		 i;
 
-	/* The bridge's prefix is the API's namespace, mapped as it maps it. */
-	http_server_map(srv, api_bridge_map);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		get(c, cases[i][0], &r);
 		ck_assert_msg(r.status == 200, "%s: %d", cases[i][0], r.status);
 		ck_assert_str_eq(body_str(&r), cases[i][1]);
 		resp_free(&r);
 	}
-	cl_sendf(c, "POST /v1/sandbox/s/processes/k1/kill HTTP/1.1\r\n"
+	cl_sendf(c, "POST /v1/processes/k1/kill HTTP/1.1\r\n"
 	    "Content-Length: 0\r\n\r\n");
 	ck_assert(cl_reply(c, &r));
 	ck_assert_int_eq(r.status, 200);
@@ -875,13 +866,12 @@ START_TEST(route_not_found)
 	static const char *const paths[] = {
 		"/nope", "/hell", "/hellox", "/hello/", "/v1/processes/",
 		"/v1/processes/abc/extra", "/v1/echo/a/x/", "/v1/echo//x/b",
-		"/v1/files", "/v1/sandbox/sb", "/v1/sandbox/sb/hello", "/",
+		"/v1/files", "/",
 	};
 	struct client	*c = cl_open(sock_path);
 	struct resp	 r;
 	size_t		 i;
 
-	http_server_map(srv, api_bridge_map);
 	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		get(c, paths[i], &r);
 		ck_assert_msg(r.status == 404, "%s: %d", paths[i], r.status);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "testutil.h"
 #include "tunables.h"
 
 Suite *log_suite(void);
@@ -242,7 +243,7 @@ START_TEST(terminal_lines_stay_whole)
 
 	if ((m = posix_openpt(O_RDWR | O_NOCTTY)) == -1 || grantpt(m) == -1 ||
 	    unlockpt(m) == -1 || (name = ptsname(m)) == NULL) {
-		fprintf(stderr, "test_log: no pty, skipped\n");
+		TU_SKIP("no pty: %s", strerror(errno));
 		return;
 	}
 	ck_assert_int_ge(s = open(name, O_WRONLY | O_NOCTTY), 0);

@@ -456,8 +456,7 @@ START_TEST(exec_failures_leave_nothing)
 	 * parent: the launch "succeeds" and the child exits 127.
 	 */
 	if (on_valgrind()) {
-		fprintf(stderr, "exec_failures_leave_nothing: skipped under "
-		    "valgrind\n");
+		TU_SKIP("under valgrind");
 		return;
 	}
 	/* A missing binary, by path. */
@@ -731,7 +730,7 @@ START_TEST(escaped_grandchild)
 
 	if (access("/usr/bin/setsid", X_OK) != 0 &&
 	    access("/bin/setsid", X_OK) != 0) {
-		fprintf(stderr, "escaped_grandchild: skipped, no setsid\n");
+		TU_SKIP("no setsid(1)");
 		return;
 	}
 	p = spawn(&o);
@@ -1135,7 +1134,7 @@ START_TEST(run_as_user)
 	bool		 failed;
 
 	if (geteuid() != 0) {
-		fprintf(stderr, "run_as_user: skipped, needs root\n");
+		TU_SKIP("needs root");
 		return;
 	}
 	p = spawn(&o);
@@ -1153,8 +1152,10 @@ START_TEST(run_as_user)
 	 * Under valgrind the forked child's _exit(127) gets a leak check of
 	 * the parent's heap it copied: noise, not a leak.
 	 */
-	if (on_valgrind())
+	if (on_valgrind()) {
+		TU_SKIP("under valgrind: exec failure as another user");
 		return;
+	}
 	o.argv = ARGV("/nonexistent/tend-no-such-binary");
 	o.id = "ghost";
 	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);

@@ -3,6 +3,7 @@
  */
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -10,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -26,6 +28,9 @@
 static int	rm_cb(const char *, const struct stat *, int, struct FTW *);
 static int	open_ro(int, const char *);
 static void	tick_cb(struct ev_loop *, ev_timer *, int);
+
+static const char	*tu_suite = "?";
+static int		*tu_skips;	/* shared: check forks per test */
 
 void
 tu_mkdtemp(char *path, size_t n, const char *prefix)
@@ -204,4 +209,49 @@ tu_run_until(struct ev_loop *loop, bool (*done)(void *), void *arg,
 		ev_run(loop, EVRUN_ONCE);
 	ev_timer_stop(loop, &tick);
 	return done(arg);
+}
+
+/*
+ * The count lives in a shared mapping because each test runs in a child
+ * check forks; with CK_FORK=no it is the runner's own memory all the same.
+ */
+void
+tu_runner_init(const char *suite)
+{
+	void	*m;
+
+	tu_suite = suite;
+	m = mmap(NULL, sizeof(*tu_skips), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED) {
+		perror("tu_runner_init: mmap");
+		exit(EXIT_FAILURE);
+	}
+	tu_skips = m;
+}
+
+int
+tu_skipped(void)
+{
+	if (tu_skips == NULL)
+		return 0;
+	return __atomic_load_n(tu_skips, __ATOMIC_SEQ_CST);
+}
+
+/* fn is START_TEST's function, "name_fn": the test is "name". */
+void
+tu_skip(const char *fn, const char *fmt, ...)
+{
+	va_list	ap;
+	size_t	n = strlen(fn);
+
+	if (n > 3 && strcmp(fn + n - 3, "_fn") == 0)
+		n -= 3;
+	fprintf(stderr, "SKIP %s:%.*s: ", tu_suite, (int)n, fn);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (tu_skips != NULL)
+		__atomic_add_fetch(tu_skips, 1, __ATOMIC_SEQ_CST);
 }

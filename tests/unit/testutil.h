@@ -39,6 +39,20 @@ bool	 tu_exists(int dirfd, const char *name);
  */
 void	 tu_no_openat2(void);
 
+/*
+ * Skips.  check has none, and a test that returns early passes: a test
+ * that cannot run here (no root, no mounts, no tool) calls TU_SKIP("why")
+ * and returns.  That prints "SKIP suite:test: why" to stderr and counts
+ * in the suite's summary line; a test that skips only a part of itself
+ * calls it too and goes on.
+ */
+#define TU_SKIP(...)	tu_skip(__func__, __VA_ARGS__)
+void	 tu_skip(const char *fn, const char *fmt, ...)
+	    __attribute__((format(printf, 2, 3)));
+/* For the runner (main.c): before its tests, then their skips so far. */
+void	 tu_runner_init(const char *suite);
+int	 tu_skipped(void);
+
 /* CLOCK_MONOTONIC, in seconds. */
 double	 tu_now(void);
 /* Run loop until done(arg) or secs have passed: done(arg) at the end. */

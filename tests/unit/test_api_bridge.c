@@ -1,0 +1,82 @@
+/*
+ * api_bridge: the /v1/sandbox/{sandboxId} namespace hook alone, on paths
+ * as the server hands them over (query removed, in a buffer of its own).
+ * What the server does with the result is test_http's (route_namespace).
+ */
+#include <check.h>
+#include <string.h>
+
+#include "api_bridge.h"
+
+Suite *api_bridge_suite(void);
+
+/* Map path in a buffer of its own: NULL or the table, *out the result. */
+static const struct http_route *
+map(const char *path, char *b, size_t n, char **out)
+{
+	ck_assert_uint_lt(strlen(path), n);
+	strcpy(b, path);
+	*out = b;
+	return api_bridge_map(NULL, out);
+}
+
+START_TEST(prefix_routed_as_api)
+{
+	static const char *const cases[][2] = {
+		{ "/v1/sandbox/sb-1/processes/abc", "/v1/processes/abc" },
+		{ "/v1/sandbox/x/echo/1/x/2", "/v1/echo/1/x/2" },
+		{ "/v1/sandbox/a-much-longer-sandbox-id/files/f",
+		  "/v1/files/f" },
+		{ "/v1/sandbox/s/processes/k1/kill", "/v1/processes/k1/kill" },
+		/* The ID is not the agent's to check, an empty one included. */
+		{ "/v1/sandbox//processes/p", "/v1/processes/p" },
+		/* No path after the ID: the API's "/v1", which has no route. */
+		{ "/v1/sandbox/sb", "/v1" },
+		{ "/v1/sandbox/sb/hello", "/v1/hello" },
+	};
+	const struct http_route	*rt;
+	char			 b[128], *p;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		rt = map(cases[i][0], b, sizeof(b), &p);
+		ck_assert_msg(rt != NULL, "%s: not mapped", cases[i][0]);
+		ck_assert_str_eq(p, cases[i][1]);
+		/* In place and never longer, as http_map_fn requires. */
+		ck_assert(p >= b && p + strlen(p) == b + strlen(cases[i][0]));
+		/* The bridge's own table, NULL-terminated (empty today). */
+		for (; rt->method != NULL; rt++)
+			ck_assert_ptr_nonnull(rt->pattern);
+	}
+}
+END_TEST
+
+START_TEST(outside_untouched)
+{
+	static const char *const paths[] = {
+		"/v1/processes/abc", "/v1/sandbox", "/v1/sandboxes/x/processes",
+		"/v2/sandbox/x/processes", "/", "",
+	};
+	char	b[128], *p;
+	size_t	i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		ck_assert_msg(map(paths[i], b, sizeof(b), &p) == NULL, "%s",
+		    paths[i]);
+		ck_assert_ptr_eq(p, b);
+		ck_assert_str_eq(p, paths[i]);
+	}
+}
+END_TEST
+
+Suite *
+api_bridge_suite(void)
+{
+	Suite	*s = suite_create("api_bridge");
+	TCase	*tc = tcase_create("map");
+
+	tcase_add_test(tc, prefix_routed_as_api);
+	tcase_add_test(tc, outside_untouched);
+	suite_add_tcase(s, tc);
+	return s;
+}
