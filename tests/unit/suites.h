@@ -18,4 +18,6 @@
 	X(proc) \
 	X(hclient) \
 	X(ws) \
-	X(pty)
+	X(pty) \
+	X(follow) \
+	X(api)
