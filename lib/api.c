@@ -1,5 +1,6 @@
 /*
- * api.c: the route table (every module's, joined), the server it is
+ * api.c: the route table (the modules' tables, joined: the route modules
+ * call down into this file, never the other way), the server it is
  * served by, and the helpers the route modules share: errors as values,
  * the boot a request is pinned to, the process it names, the launch body
  * and the JSON body.  No route's handler lives here.
@@ -16,35 +17,20 @@
 
 #include "api.h"
 #include "api_bridge.h"
-#include "api_exec.h"
-#include "api_health.h"
-#include "api_output.h"
-#include "api_proc.h"
 #include "boot.h"
 #include "codec.h"
-
-/*
- * The route modules, in the order their routes are matched.  A new
- * resource's module is one line here.
- */
-static const struct http_route *const api_modules[] = {
-	api_health_routes,
-	api_proc_routes,
-	api_output_routes,
-	api_exec_routes,
-};
 
 static struct http_route	api_routes[API_ROUTES_MAX + 1];
 
 /* The modules' tables, joined into api_routes; -1 if they do not fit. */
 static int
-api_join(void)
+api_join(const struct http_route *const *modules)
 {
 	const struct http_route	*rt;
-	size_t			 i, n = 0;
+	size_t			 n = 0;
 
-	for (i = 0; i < sizeof(api_modules) / sizeof(api_modules[0]); i++)
-		for (rt = api_modules[i]; rt->method != NULL; rt++) {
+	for (; *modules != NULL; modules++)
+		for (rt = *modules; rt->method != NULL; rt++) {
 			if (n == API_ROUTES_MAX) {
 				errno = E2BIG;
 				return -1;
@@ -57,9 +43,9 @@ api_join(void)
 
 int
 api_listen(struct api *a, struct ev_loop *loop, const char *path,
-    int maxconns)
+    int maxconns, const struct http_route *const *modules)
 {
-	if (api_join() == -1)
+	if (api_join(modules) == -1)
 		return -1;
 	if ((a->srv = http_server_new(loop, path, api_routes, a,
 	    maxconns)) == NULL)
@@ -178,6 +164,23 @@ api_query_flag(struct http_req *r, const char *key, int dflt, int *v,
 /* ------------------------------------------------------------------ */
 /* The launch body */
 
+/* A NULL-ended vector for n strings: NULL with 413 above max, or 503. */
+static char **
+api_vec_new(int n, int max, const char *name, const char *unit,
+    struct api_err *e)
+{
+	char	**v;
+
+	if (n > max) {
+		api_err_set(e, 413, "too_large", NULL, "%s: more than %d %s",
+		    name, max, unit);
+		return NULL;
+	}
+	if ((v = calloc(n + 1, sizeof(char *))) == NULL)
+		api_err_nomem(e);
+	return v;
+}
+
 /* argv: a non-empty array of strings with a non-empty argv[0]. */
 static int
 api_opt_argv(const cJSON *j, struct proc_opts *o, char ***argvbuf,
@@ -192,15 +195,9 @@ api_opt_argv(const cJSON *j, struct proc_opts *o, char ***argvbuf,
 		api_err_invalid(e, "argv", "must be a non-empty array of strings");
 		return -1;
 	}
-	if (n > PROC_MAX_ARGV) {
-		api_err_set(e, 413, "too_large", NULL, "argv: more than %d "
-		    "elements", PROC_MAX_ARGV);
+	if ((*argvbuf = v = api_vec_new(n, PROC_MAX_ARGV, "argv",
+	    "elements", e)) == NULL)
 		return -1;
-	}
-	if ((*argvbuf = v = calloc(n + 1, sizeof(char *))) == NULL) {
-		api_err_nomem(e);
-		return -1;
-	}
 	cJSON_ArrayForEach(el, f) {
 		if (!cJSON_IsString(el)) {
 			api_err_invalid(e, "argv", "every element must be a string");
@@ -229,15 +226,10 @@ api_opt_env(const cJSON *f, struct proc_opts *o, char ***envbuf,
 		api_err_invalid(e, "env", "must be an object of strings");
 		return -1;
 	}
-	if ((n = cJSON_GetArraySize(f)) > PROC_MAX_ENV) {
-		api_err_set(e, 413, "too_large", NULL, "env: more than %d "
-		    "entries", PROC_MAX_ENV);
+	n = cJSON_GetArraySize(f);
+	if ((*envbuf = v = api_vec_new(n, PROC_MAX_ENV, "env", "entries",
+	    e)) == NULL)
 		return -1;
-	}
-	if ((*envbuf = v = calloc(n + 1, sizeof(char *))) == NULL) {
-		api_err_nomem(e);
-		return -1;
-	}
 	cJSON_ArrayForEach(el, f) {
 		if (!cJSON_IsString(el)) {
 			api_err_invalid(e, "env", "values must be strings");

@@ -4,7 +4,9 @@
  * it names, the launch body, errors as values).
  *
  * Each resource's routes live in their own module (api_proc, api_output,
- * api_exec, api_health, ...), which exports its table; api.c joins them.
+ * api_exec, api_health, ...), which exports its table; the agent lists
+ * the modules (agent_routes) and api_listen joins them, so that the
+ * dependencies run one way: agent -> api_* -> api.
  * Validators do not reply: they fill a struct api_err and return -1 (or
  * NULL), and the handler replies with api_reply_err — so tests and
  * fuzzers call them without a server.
@@ -34,11 +36,12 @@ struct api_err {
 };
 
 /*
- * The agent's server on path: every module's routes, with the bridge's
- * namespace mapped before them.  -1 with errno set.
+ * The agent's server on path: the routes of modules (NULL-ended, in the
+ * order they are matched; at most API_ROUTES_MAX in all), with the
+ * bridge's namespace mapped before them.  -1 with errno set.
  */
 int	api_listen(struct api *, struct ev_loop *, const char *path,
-	    int maxconns);
+	    int maxconns, const struct http_route *const *modules);
 struct api	*api_of(struct http_conn *);
 
 /* Errors as values. */

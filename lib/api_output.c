@@ -211,7 +211,7 @@ api_sse_chunk(void *ctx, const struct follow_chunk *ch)
 	    ch->ts_ms);
 	rc |= buf_addstr(&ev, ",\"data\":\"");
 	rc |= codec_b64_encode(&ev, ch->data, ch->len);
-	rc |= buf_addstr(&ev, "\"}");
+	rc |= buf_add(&ev, "\"}", 3);		/* NUL-terminated */
 	return api_sse_send(ctx, ch->cursor, &ev, rc);
 }
 
@@ -227,7 +227,7 @@ api_sse_gap(void *ctx, const struct follow_gap *g)
 	if (g->dropped > 0)
 		rc |= buf_printf(&ev, ",\"droppedBytes\":%llu",
 		    (unsigned long long)g->dropped);
-	rc |= buf_addstr(&ev, "}");
+	rc |= buf_add(&ev, "}", 2);		/* NUL-terminated */
 	return api_sse_send(ctx, g->cursor, &ev, rc);
 }
 
