@@ -6,12 +6,14 @@
  * "ended" is then the resource's answer from the start.
  */
 #include <check.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "follow.h"
+#include "log.h"
 #include "testutil.h"
 
 Suite *follow_suite(void);
@@ -323,6 +325,56 @@ START_TEST(bytes_from_offset)
 }
 END_TEST
 
+/*
+ * A damaged index record is passed over, never stalls the reader, and
+ * is logged once with its count when the reader has caught up.
+ */
+START_TEST(damaged_records_skipped_and_logged_once)
+{
+	struct tsink	 t = { .in_order = true };
+	struct logstore	 ro;
+	struct follow	*f;
+	struct follow_src src = { 0 };
+	struct follow_opts o = { 0 };
+	uint32_t	 bad = 250000;		/* > LOG_CHUNK */
+	char		 logbuf[4096], *at;
+	int		 fd, lp[2], lines = 0;
+	ssize_t		 n;
+
+	put_recs(4, 10);
+	logstore_close(&ls);
+	ck_assert_int_ge(fd = openat(tdir, "index", O_WRONLY | O_CLOEXEC), 0);
+	ck_assert_int_eq(pwrite(fd, &bad, sizeof(bad), 32 + 16),
+	    (ssize_t)sizeof(bad));
+	ck_assert_int_eq(pwrite(fd, &bad, sizeof(bad), 2 * 32 + 16),
+	    (ssize_t)sizeof(bad));
+	close(fd);
+	ck_assert_int_eq(logstore_open(&ro, tdir, LS_NSTREAMS, names2), 0);
+	ck_assert_int_eq(pipe2(lp, O_NONBLOCK | O_CLOEXEC), 0);
+	log_open(lp[1]);
+	src.ls = &ro;
+	src.boot = src.id = src.started = "x";
+	f = follow_new(loop, &src, &o);
+	ck_assert_int_eq(follow_seek(f, NULL, true), 0);
+	follow_start(f, &tsink_sink, &t);
+	ck_assert_int_eq(t.ends, 1);
+	ck_assert_uint_eq(t.chunks, 2);		/* records 1 and 4 */
+	ck_assert_uint_eq(t.last_seq, 4);
+	follow_free(f);
+	n = read(lp[0], logbuf, sizeof(logbuf) - 1);
+	ck_assert_int_gt(n, 0);
+	logbuf[n] = '\0';
+	for (at = logbuf; (at = strstr(at, "index_records_skipped")); at++)
+		lines++;
+	ck_assert_int_eq(lines, 1);
+	ck_assert_ptr_nonnull(strstr(logbuf, "first=2 count=2"));
+	log_open(2);
+	close(lp[0]);
+	close(lp[1]);
+	logstore_close(&ro);
+}
+END_TEST
+
 Suite *
 follow_suite(void)
 {
@@ -338,6 +390,7 @@ follow_suite(void)
 	tcase_add_test(tc, seek_refuses_foreign_and_future_cursors);
 	tcase_add_test(tc, poll_is_bounded);
 	tcase_add_test(tc, bytes_from_offset);
+	tcase_add_test(tc, damaged_records_skipped_and_logged_once);
 	suite_add_tcase(s, tc);
 	return s;
 }
