@@ -64,6 +64,25 @@ accepted(const char *body)
 	    e.message);
 }
 
+/* A body and what it gets: status 0 for accepted. */
+struct vec {
+	const char	*body;
+	int		 status;
+	const char	*field;
+};
+
+static void
+check_vecs(const struct vec *v, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].status == 0)
+			accepted(v[i].body);
+		else
+			refused(v[i].body, v[i].status, v[i].field);
+}
+
 START_TEST(body_must_be_one_json_value)
 {
 	struct api_err	 e;
@@ -117,20 +136,24 @@ END_TEST
 
 START_TEST(env_cwd_id_stdin_vectors)
 {
-	accepted("{\"argv\":[\"a\"],\"env\":{\"A\":\"1\",\"B\":\"\"}}");
-	refused("{\"argv\":[\"a\"],\"env\":[\"A=1\"]}", 400, "env");
-	refused("{\"argv\":[\"a\"],\"env\":{\"A\":1}}", 400, "env");
-	refused("{\"argv\":[\"a\"],\"env\":{\"\":\"1\"}}", 400, "env");
-	refused("{\"argv\":[\"a\"],\"env\":{\"A=B\":\"1\"}}", 400, "env");
-	accepted("{\"argv\":[\"a\"],\"cwd\":\"/tmp\"}");
-	refused("{\"argv\":[\"a\"],\"cwd\":\"\"}", 400, "cwd");
-	refused("{\"argv\":[\"a\"],\"cwd\":7}", 400, "cwd");
-	accepted("{\"argv\":[\"a\"],\"id\":\"job-1.x_y\"}");
-	refused("{\"argv\":[\"a\"],\"id\":\"-x\"}", 400, "id");
-	refused("{\"argv\":[\"a\"],\"id\":\"a/b\"}", 400, "id");
-	accepted("{\"argv\":[\"a\"],\"stdin\":\"pipe\"}");
-	accepted("{\"argv\":[\"a\"],\"stdin\":\"null\"}");
-	refused("{\"argv\":[\"a\"],\"stdin\":\"file\"}", 400, "stdin");
+	static const struct vec	v[] = {
+		{ "{\"argv\":[\"a\"],\"env\":{\"A\":\"1\",\"B\":\"\"}}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"env\":[\"A=1\"]}", 400, "env" },
+		{ "{\"argv\":[\"a\"],\"env\":{\"A\":1}}", 400, "env" },
+		{ "{\"argv\":[\"a\"],\"env\":{\"\":\"1\"}}", 400, "env" },
+		{ "{\"argv\":[\"a\"],\"env\":{\"A=B\":\"1\"}}", 400, "env" },
+		{ "{\"argv\":[\"a\"],\"cwd\":\"/tmp\"}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"cwd\":\"\"}", 400, "cwd" },
+		{ "{\"argv\":[\"a\"],\"cwd\":7}", 400, "cwd" },
+		{ "{\"argv\":[\"a\"],\"id\":\"job-1.x_y\"}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"id\":\"-x\"}", 400, "id" },
+		{ "{\"argv\":[\"a\"],\"id\":\"a/b\"}", 400, "id" },
+		{ "{\"argv\":[\"a\"],\"stdin\":\"pipe\"}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"stdin\":\"null\"}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"stdin\":\"file\"}", 400, "stdin" },
+	};
+
+	check_vecs(v, sizeof(v) / sizeof(v[0]));
 	/* exec: stdin is data, not a mode. */
 	ck_assert_int_eq(launch("{\"argv\":[\"a\"],\"stdin\":\"aGk=\"}",
 	    true).status, 0);
@@ -139,17 +162,20 @@ END_TEST
 
 START_TEST(times_and_bounds_vectors)
 {
-	accepted("{\"argv\":[\"a\"],\"timeout\":1.5,\"killGrace\":0}");
-	refused("{\"argv\":[\"a\"],\"timeout\":0}", 400, "timeout");
-	refused("{\"argv\":[\"a\"],\"timeout\":-1}", 400, "timeout");
-	refused("{\"argv\":[\"a\"],\"timeout\":\"1\"}", 400, "timeout");
-	refused("{\"argv\":[\"a\"],\"timeout\":1e13}", 400, "timeout");
-	refused("{\"argv\":[\"a\"],\"killGrace\":-0.5}", 400, "killGrace");
-	accepted("{\"argv\":[\"a\"],\"maxLogBytes\":9007199254740992}");
-	refused("{\"argv\":[\"a\"],\"maxLogBytes\":9007199254740994}", 400,
-	    "maxLogBytes");
-	refused("{\"argv\":[\"a\"],\"maxLogBytes\":0}", 400, "maxLogBytes");
-	refused("{\"argv\":[\"a\"],\"maxLogBytes\":1.5}", 400, "maxLogBytes");
+	static const struct vec	v[] = {
+		{ "{\"argv\":[\"a\"],\"timeout\":1.5,\"killGrace\":0}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"timeout\":0}", 400, "timeout" },
+		{ "{\"argv\":[\"a\"],\"timeout\":-1}", 400, "timeout" },
+		{ "{\"argv\":[\"a\"],\"timeout\":\"1\"}", 400, "timeout" },
+		{ "{\"argv\":[\"a\"],\"timeout\":1e13}", 400, "timeout" },
+		{ "{\"argv\":[\"a\"],\"killGrace\":-0.5}", 400, "killGrace" },
+		{ "{\"argv\":[\"a\"],\"maxLogBytes\":9007199254740992}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"maxLogBytes\":9007199254740994}", 400, "maxLogBytes" },
+		{ "{\"argv\":[\"a\"],\"maxLogBytes\":0}", 400, "maxLogBytes" },
+		{ "{\"argv\":[\"a\"],\"maxLogBytes\":1.5}", 400, "maxLogBytes" },
+	};
+
+	check_vecs(v, sizeof(v) / sizeof(v[0]));
 }
 END_TEST
 

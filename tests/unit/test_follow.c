@@ -139,6 +139,17 @@ open_follow(enum follow_walk walk, int stream, uint64_t off)
 	return f;
 }
 
+/* A follow of every record, started into t. */
+static struct follow *
+replay_into(struct tsink *t)
+{
+	struct follow	*f = open_follow(FOLLOW_RECORDS, 0, 0);
+
+	ck_assert_int_eq(follow_seek(f, NULL, true), 0);
+	follow_start(f, &tsink_sink, t);
+	return f;
+}
+
 static bool
 ts_ended(void *arg)
 {
@@ -152,9 +163,7 @@ START_TEST(replays_all_in_order_then_ends)
 	uint64_t	seq;
 
 	put_recs(10, 100);
-	f = open_follow(FOLLOW_RECORDS, 0, 0);
-	ck_assert_int_eq(follow_seek(f, NULL, true), 0);
-	follow_start(f, &tsink_sink, &t);
+	f = replay_into(&t);
 	ck_assert_int_eq(t.ends, 1);
 	ck_assert_int_eq(t.why, FOLLOW_ENDED);
 	ck_assert_uint_eq(t.chunks, 10);
@@ -183,9 +192,7 @@ START_TEST(budget_per_callback)
 	int		 n = (LOGS_PUMP_BYTES / LOG_CHUNK) * 3;
 
 	put_recs(n, LOG_CHUNK);
-	f = open_follow(FOLLOW_RECORDS, 0, 0);
-	ck_assert_int_eq(follow_seek(f, NULL, true), 0);
-	follow_start(f, &tsink_sink, &t);
+	f = replay_into(&t);
 	ck_assert_int_eq(t.ends, 0);
 	ck_assert_uint_le(t.bytes, LOGS_PUMP_BYTES);
 	ck_assert_uint_gt(t.bytes, 0);
@@ -203,9 +210,7 @@ START_TEST(pauses_when_full_resumes_on_drain)
 	struct follow	*f;
 
 	put_recs(4, 100);
-	f = open_follow(FOLLOW_RECORDS, 0, 0);
-	ck_assert_int_eq(follow_seek(f, NULL, true), 0);
-	follow_start(f, &tsink_sink, &t);
+	f = replay_into(&t);
 	ck_assert_uint_eq(t.chunks, 0);
 	ck_assert_int_eq(t.ends, 0);
 	t.pending = 0;
@@ -223,9 +228,7 @@ START_TEST(dead_sink_is_left_alone)
 	struct follow	*f;
 
 	put_recs(2, 10);
-	f = open_follow(FOLLOW_RECORDS, 0, 0);
-	ck_assert_int_eq(follow_seek(f, NULL, true), 0);
-	follow_start(f, &tsink_sink, &t);
+	f = replay_into(&t);
 	follow_drained(f);
 	ck_assert_uint_eq(t.chunks, 0);
 	ck_assert_int_eq(t.ends, 0);
