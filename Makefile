@@ -53,8 +53,15 @@ DEPS_record	:= codec fsutil log logstore spawn
 DEPS_boot	:= codec fsutil log record
 DEPS_proc	:= boot buf codec log logstore record spawn
 DEPS_api_bridge	:=
+DEPS_follow	:= codec cursor log logstore proc
+DEPS_api	:= api_bridge boot codec http proc
+DEPS_api_proc	:= api http log proc record
+DEPS_api_output	:= api buf codec follow http logstore proc record
+DEPS_api_exec	:= api api_output buf codec http logstore proc
+DEPS_api_health	:= api buf codec http log proc
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
+TEST_DEPS_api	:= api_proc api_output api_exec
 
 UNIT_SUITES := $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
 # $(call deps_closure,todo,seen): every module reachable from todo.

@@ -24,6 +24,10 @@
 
 #include "agent.h"
 #include "api.h"
+#include "api_exec.h"
+#include "api_health.h"
+#include "api_output.h"
+#include "api_proc.h"
 #include "boot.h"
 #include "codec.h"
 #include "fsutil.h"
@@ -32,6 +36,18 @@
 #include "spawn.h"
 
 extern char **environ;
+
+/*
+ * The API's route modules, in the order their routes are matched.  A
+ * new resource's module is one line here.
+ */
+static const struct http_route *const agent_routes[] = {
+	api_health_routes,
+	api_proc_routes,
+	api_output_routes,
+	api_exec_routes,
+	NULL
+};
 
 #define AGENT_REAP_WAIT	2.0	/* s after KILL before giving up on reaping */
 
@@ -277,7 +293,8 @@ agent_main(int argc, char **argv)
 	}
 	ev_timer_init(&grace_timer, agent_grace_cb, opt.grace, 0.);
 
-	if (api_listen(&api, loop, opt.socket, opt.max_conns) == -1) {
+	if (api_listen(&api, loop, opt.socket, opt.max_conns,
+	    agent_routes) == -1) {
 		if (errno == EADDRINUSE)
 			fatalx("event=socket_busy socket=%s msg=\"another agent "
 			    "answers on this socket\"", opt.socket);

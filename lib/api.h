@@ -1,9 +1,20 @@
 /*
- * api: the bridge protocol's routes and their handlers.
+ * api: the bridge protocol's route table, its dispatch, and the helpers
+ * the route modules share (the boot a request is pinned to, the process
+ * it names, the launch body, errors as values).
+ *
+ * Each resource's routes live in their own module (api_proc, api_output,
+ * api_exec, api_health, ...), which exports its table; the agent lists
+ * the modules (agent_routes) and api_listen joins them, so that the
+ * dependencies run one way: agent -> api_* -> api.
+ * Validators do not reply: they fill a struct api_err and return -1 (or
+ * NULL), and the handler replies with api_reply_err — so tests and
+ * fuzzers call them without a server.
  */
 #ifndef TEND_API_H
 #define TEND_API_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "http.h"
@@ -16,48 +27,63 @@ struct api {
 	uint64_t		 followers;	/* active log streams */
 };
 
-extern const struct http_route api_routes[];
+/* A refusal: the reply's status and {"error","code"[,"field"]}. */
+struct api_err {
+	int		 status;
+	const char	*code;
+	const char	*field;		/* NULL: no "field" in the reply */
+	char		 message[API_ERR_MSG_MAX];
+};
 
 /*
- * The agent's server on path: api_routes, with the bridge's namespace
- * mapped before them.  -1 with errno set.
+ * The agent's server on path: the routes of modules (NULL-ended, in the
+ * order they are matched; at most API_ROUTES_MAX in all), with the
+ * bridge's namespace mapped before them.  -1 with errno set.
  */
 int	api_listen(struct api *, struct ev_loop *, const char *path,
-	    int maxconns);
-
-/* Helpers shared by the route modules. */
+	    int maxconns, const struct http_route *const *modules);
 struct api	*api_of(struct http_conn *);
+
+/* Errors as values. */
+void	api_err_set(struct api_err *, int status, const char *code,
+	    const char *field, const char *fmt, ...)
+	    __attribute__((format(printf, 5, 6)));
+/* 400 invalid_request "field: why", naming the field. */
+void	api_err_invalid(struct api_err *, const char *field, const char *why);
+void	api_reply_err(struct http_conn *, const struct api_err *);
+/* 503 busy: out of memory. */
+void	api_err_nomem(struct api_err *);
+
 /*
  * The boot a request is pinned to: 0 for the current one; 1 for a
  * retained earlier boot (*procsfd opened) when the call only reads; -1
- * after replying 410 stale_boot.
+ * with 410 stale_boot.
  */
-int	api_pin(struct http_conn *, struct http_req *, bool readonly,
-	    int *procsfd);
-/* The current boot's process named by the route's first {}, or reply 404. */
-struct proc *api_proc(struct http_conn *, struct http_req *);
+int	api_pin(struct api *, struct http_req *, bool readonly, int *procsfd,
+	    struct api_err *);
+/* The boot a request names (header, then ?boot= into q), or NULL. */
+const char *api_boot_named(struct http_req *, char *q, size_t n);
+/* The current boot's process named by the route's first {}, or 404. */
+struct proc *api_proc(struct api *, struct http_req *, struct api_err *);
 /*
  * Parse a launch body into opts (pointers into j; *envbuf and *argvbuf
- * to be freed).  exec: "stdin" is data, not a mode.  -1 after replying.
+ * to be freed with api_launch_free, also after -1).  exec: "stdin" is
+ * data, not a mode.
  */
-int	api_launch_opts(struct http_conn *, cJSON *j, bool exec,
-	    struct proc_opts *, char ***argvbuf, char ***envbuf);
+int	api_launch_opts(const cJSON *j, bool exec, struct proc_opts *,
+	    char ***argvbuf, char ***envbuf, struct api_err *);
+void	api_launch_free(char **argv, char **env);
 /*
- * The request's JSON body: well-formed UTF-8, one JSON value and nothing
- * after it, no NUL inside strings.  NULL after replying 400.
+ * A request body as JSON: well-formed UTF-8, one JSON value and nothing
+ * after it, no NUL inside strings.  NULL with 400.
  */
-cJSON	*api_parse_body(struct http_conn *, struct http_req *);
-/* 400 invalid_request naming the field. */
-void	api_invalid(struct http_conn *, const char *field, const char *why);
+cJSON	*api_parse_body(const char *, size_t, struct api_err *);
 /* A JSON number that is a whole number within [lo, hi]. */
 bool	api_integer(const cJSON *, double lo, double hi);
+/* A boolean query flag: 0 and *v (dflt when absent), or -1 with 400. */
+int	api_query_flag(struct http_req *, const char *key, int dflt, int *v,
+	    struct api_err *);
 void	api_reply_spawn_error(struct http_conn *, bool spawn_failed, int err,
 	    const char *id);
-
-/* Handlers in other modules (logs.c). */
-void	logs_raw(struct http_conn *, struct http_req *);
-void	logs_get(struct http_conn *, struct http_req *);
-void	logs_exec(struct http_conn *, struct http_req *);
-void	logs_metrics(struct http_conn *, struct http_req *);
 
 #endif

@@ -127,4 +127,12 @@
 #define RECORD_READ_MAX		(1024 * 1024)	/* meta.json, status.json */
 #define BOOT_READ_MAX		4096		/* an earlier boot's boot.json */
 
+/* The routes (lib/api*.c). */
+#define API_ERR_MSG_MAX		HTTP_ERROR_MSG_MAX	/* an api_err's message */
+#define API_ROUTES_MAX		64	/* of all route modules, together */
+#define API_MAXLOG_MAX		9007199254740992.0	/* 2^53: maxLogBytes, exact in a double */
+#define API_UID_MAX		4294967294.0	/* (uid_t)-1 is "no user" */
+#define API_SIGNAL_MAX		64	/* kill's signal: 1..this */
+#define API_BOOT_Q_MAX		64	/* of ?boot=, NUL included */
+
 #endif

@@ -1,35 +1,23 @@
 /*
- * fuzz_json: launch bodies through api_parse_body and api_launch_opts.
- *
- * Both reply through an http_conn when they refuse a body, so the bodies
- * go through the real server: POST /v1/processes is routed to a handler
- * that validates like api_launch, then frees and answers 204 instead of
- * spawning.  Input: byte 0 bit 0 chooses exec (POST /v1/exec rules, where
- * "stdin" is data) or launch; the rest is the body.  Besides the
- * sanitizers, two contracts are checked: -1 means a reply was queued
- * (else the client would hang), and 0 means the options are usable.
+ * fuzz_json: launch bodies through the validators, api_parse_body and
+ * api_launch_opts (and exec's api_exec_opts), called directly: they
+ * return an error value instead of replying, so no server is needed.
+ * Input: byte 0 bit 0 chooses exec (POST /v1/exec rules, where "stdin"
+ * is data) or launch; the rest is the body.  Besides the sanitizers, two
+ * contracts are checked: a refusal is a well-formed error value (a 4xx
+ * or 503 status, a code and a message), and an acceptance gives usable
+ * options.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
-#include "fuzzsrv.h"
+#include "api_exec.h"
 
-int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
-static void	fz_launch(struct http_conn *, struct http_req *);
-static void	fz_replied(struct http_conn *, const char *);
-static void	fz_check_opts(const struct proc_opts *);
-
-static const struct http_route fz_routes[] = {
-	{ "POST",	"/v1/processes",	fz_launch, NULL },
-	{ NULL, NULL, NULL, NULL }
-};
-
 static bool	fz_exec;
-static int	fz_handled;
 
 static void
 fz_fail(const char *what)
@@ -38,14 +26,20 @@ fz_fail(const char *what)
 	abort();
 }
 
-/* After -1 (or NULL) the function must have answered the request. */
+/* A refusal must say what it refused, as the handler will reply it. */
 static void
-fz_replied(struct http_conn *c, const char *fn)
+fz_check_err(const struct api_err *e, const char *fn)
 {
 	char	msg[128];
 
-	if (!http_conn_replied(c)) {
-		snprintf(msg, sizeof(msg), "%s failed without replying", fn);
+	if ((e->status < 400 || e->status > 499) && e->status != 503) {
+		snprintf(msg, sizeof(msg), "%s: status %d", fn, e->status);
+		fz_fail(msg);
+	}
+	if (e->code == NULL || e->code[0] == '\0' || e->message[0] == '\0' ||
+	    memchr(e->message, '\0', sizeof(e->message)) == NULL) {
+		snprintf(msg, sizeof(msg), "%s: an error without code or "
+		    "message", fn);
 		fz_fail(msg);
 	}
 }
@@ -72,66 +66,36 @@ fz_check_opts(const struct proc_opts *o)
 		fz_fail("user without a name for initgroups");
 }
 
-/* api_launch without the spawn. */
-static void
-fz_launch(struct http_conn *c, struct http_req *r)
-{
-	struct proc_opts	 o;
-	char			**argv, **env;
-	cJSON			*j;
-	size_t			 i;
-
-	fz_handled++;
-	if ((j = api_parse_body(c, r)) == NULL) {
-		fz_replied(c, "api_parse_body");
-		return;
-	}
-	if (api_launch_opts(c, j, fz_exec, &o, &argv, &env) == 0) {
-		fz_check_opts(&o);
-		http_reply(c, 204, NULL, NULL, 0);
-	} else
-		fz_replied(c, "api_launch_opts");
-	free(argv);
-	for (i = 0; env != NULL && env[i] != NULL; i++)
-		free(env[i]);
-	free(env);
-	cJSON_Delete(j);
-}
-
-int
-LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-	(void)argc;
-	(void)argv;
-	fuzzsrv_start(fz_routes, NULL);
-	return 0;
-}
-
 int
 LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 {
-	static const char	 head[] = "POST /v1/processes HTTP/1.1\r\n"
-	    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n";
-	struct fuzzsrv_opts	 o;
-	char			*req;
-	int			 k;
+	struct proc_opts	 o;
+	struct api_err		 e;
+	struct buf		 in = { 0 };
+	char			**argv, **env;
+	uint64_t		 max;
+	cJSON			*j;
 
 	if (n == 0 || n - 1 > HTTP_MAX_BODY)
 		return 0;
 	fz_exec = (d[0] & 1) != 0;
-	if ((req = malloc(sizeof(head) + 24 + n)) == NULL)
+	memset(&e, 0, sizeof(e));
+	if ((j = api_parse_body((const char *)d + 1, n - 1, &e)) == NULL) {
+		fz_check_err(&e, "api_parse_body");
 		return 0;
-	k = snprintf(req, sizeof(head) + 24, head, n - 1);
-	memcpy(req + k, d + 1, n - 1);
-
-	memset(&o, 0, sizeof(o));
-	o.pieces = 1;
-	o.want = 1;
-	o.spins = 64;
-	fz_handled = 0;
-	if (fuzzsrv_exchange((const uint8_t *)req, k + n - 1, &o) != 1 ||
-	    fz_handled != 1)
-		fz_fail("no single reply to a single request");
-	free(req);
+	}
+	if (api_launch_opts(j, fz_exec, &o, &argv, &env, &e) == 0) {
+		fz_check_opts(&o);
+		if (fz_exec) {
+			if (api_exec_opts(j, &in, &max, &e) == -1)
+				fz_check_err(&e, "api_exec_opts");
+			else if (max > EXEC_MAX_OUTPUT_CAP)
+				fz_fail("maxOutputBytes above the cap");
+		}
+	} else
+		fz_check_err(&e, "api_launch_opts");
+	buf_free(&in);
+	api_launch_free(argv, env);
+	cJSON_Delete(j);
 	return 0;
 }
