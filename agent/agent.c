@@ -24,7 +24,9 @@
 
 #include "agent.h"
 #include "api.h"
+#include "api_files.h"
 #include "boot.h"
+#include "child.h"
 #include "codec.h"
 #include "fsutil.h"
 #include "log.h"
@@ -35,6 +37,8 @@
 static struct {
 	const char	*socket;
 	const char	*statedir;
+	const char	*files_root;
+	const char	*workspace;
 	double		 grace;
 	int		 keep_boots;
 	int		 keep_exited;
@@ -50,6 +54,7 @@ static struct {
 static struct ev_loop	*loop;
 static struct proctab	 tab;
 static struct api	 api;
+static struct api_files	 files;
 static pid_t		 main_pid = -1;	/* wrapper mode's command */
 static int		 main_status = -1;
 static int		 exit_code;
@@ -96,6 +101,8 @@ agent_usage(FILE *f)
 "      --stuck-timeout S   drop a client whose reply has not moved for S s (60)\n"
 "      --head-timeout S    drop a client whose request head takes over S s (10)\n"
 "      --max-log-bytes N   default bytes kept per output stream (64 MiB)\n"
+"      --files-root DIR    the file routes' root: nothing outside it (/)\n"
+"      --workspace DIR     the bridge's workspace (/workspace)\n"
 "  -v, --verbose           debug log lines\n"
 "  -h, --help              this text\n");
 }
@@ -129,6 +136,8 @@ agent_options(int argc, char **argv)
 		{ "stuck-timeout", required_argument, NULL, 'T' },
 		{ "head-timeout",  required_argument, NULL, 'H' },
 		{ "max-log-bytes", required_argument, NULL, 'L' },
+		{ "files-root",	   required_argument, NULL, 'R' },
+		{ "workspace",	   required_argument, NULL, 'W' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -148,6 +157,8 @@ agent_options(int argc, char **argv)
 	opt.stuck = HTTP_STUCK_TIMEOUT;
 	opt.head = HTTP_HEAD_TIMEOUT;
 	opt.max_log = LOG_MAX_BYTES;
+	opt.files_root = "/";
+	opt.workspace = "/workspace";
 
 	/* "+": stop at the first non-option, the wrapped command. */
 	while ((ch = getopt_long(argc, argv, "+S:d:g:vh", longopts,
@@ -202,6 +213,17 @@ agent_options(int argc, char **argv)
 		case 'L':
 			opt.max_log = agent_number("--max-log-bytes", optarg,
 			    4096, 1LL << 50);
+			break;
+		case 'R':
+			opt.files_root = optarg;
+			break;
+		case 'W':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "tend agent: --workspace: must "
+				    "be an absolute path\n");
+				exit(2);
+			}
+			opt.workspace = optarg;
 			break;
 		case 'v':
 			opt.verbose = 1;
@@ -263,6 +285,9 @@ agent_main(int argc, char **argv)
 	tab.maxlog = opt.max_log;
 	api.tab = &tab;
 	api.started_mono = t0;
+	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
+		fatal("event=files_root_failed dir=%s", opt.files_root);
+	api.files = &files;
 
 	ev_child_init(&reaper, agent_reap_cb, 0, 0);
 	ev_child_start(loop, &reaper);
@@ -353,6 +378,8 @@ agent_reap_cb(struct ev_loop *l, ev_child *w, int revents)
 {
 	(void)l;
 	(void)revents;
+	if (child_reaped(w->rpid, w->rstatus))
+		return;			/* a tar child (lib/child.c) */
 	if (w->rpid == main_pid) {
 		main_status = w->rstatus;
 		main_pid = -1;

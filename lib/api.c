@@ -17,6 +17,7 @@
 
 #include "api.h"
 #include "api_bridge.h"
+#include "api_files.h"
 #include "boot.h"
 #include "codec.h"
 #include "fsutil.h"
@@ -54,6 +55,14 @@ const struct http_route api_routes[] = {
 	{ "GET",	"/v1/processes/{}/stderr",	logs_raw, NULL },
 	{ "GET",	"/v1/processes/{}/logs",	logs_get, NULL },
 	{ "POST",	"/v1/exec",			logs_exec, NULL },
+	{ "GET",	"/v1/file/*",	api_files_get, NULL },
+	{ "HEAD",	"/v1/file/*",	api_files_get, NULL },
+	{ "PUT",	"/v1/file/*",	api_files_put, api_files_put_body },
+	{ "DELETE",	"/v1/file/*",	api_files_delete, NULL },
+	{ "POST",	"/v1/file/*",	api_files_post, NULL },
+	{ "GET",	"/v1/persist",	api_files_persist, NULL },
+	{ "POST",	"/v1/persist",	api_files_persist, NULL },
+	{ "POST",	"/v1/hydrate",	api_files_hydrate, api_files_hydrate_body },
 	{ NULL, NULL, NULL, NULL }
 };
 

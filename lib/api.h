@@ -9,8 +9,11 @@
 #include "http.h"
 #include "proc.h"
 
+struct api_files;
+
 struct api {
 	struct proctab		*tab;
+	struct api_files	*files;		/* api_files.c's roots */
 	struct http_server	*srv;
 	int64_t			 started_mono;	/* ms */
 	uint64_t		 followers;	/* active log streams */

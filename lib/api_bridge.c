@@ -6,12 +6,26 @@
 #include <string.h>
 
 #include "api_bridge.h"
+#include "api_files.h"
 
 static const char	api_bridge_prefix[] = "/v1/sandbox/";
 static const char	api_bridge_as[] = "/v1";	/* what the prefix is read as */
 
-/* Matched before the API's routes, on the path as mapped. */
+/*
+ * Matched before the API's routes, on the path as mapped.  Every file
+ * method is here, so that none falls through to the files root.
+ */
 static const struct http_route api_bridge_routes[] = {
+	{ "GET",	"/v1/file/*",	api_files_bridge_get, NULL },
+	{ "HEAD",	"/v1/file/*",	api_files_bridge_get, NULL },
+	{ "PUT",	"/v1/file/*",	api_files_bridge_put,
+	    api_files_bridge_put_body },
+	{ "DELETE",	"/v1/file/*",	api_files_bridge_delete, NULL },
+	{ "POST",	"/v1/file/*",	api_files_bridge_post, NULL },
+	{ "GET",	"/v1/persist",	api_files_bridge_persist, NULL },
+	{ "POST",	"/v1/persist",	api_files_bridge_persist, NULL },
+	{ "POST",	"/v1/hydrate",	api_files_bridge_hydrate,
+	    api_files_bridge_hydrate_body },
 	{ NULL, NULL, NULL, NULL }
 };
 

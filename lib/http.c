@@ -787,6 +787,12 @@ http_conn_disown(struct http_conn *c)
 		fn(c, owner);
 }
 
+void *
+http_conn_owner(struct http_conn *c)
+{
+	return c->owner;
+}
+
 size_t
 http_conn_pending(struct http_conn *c)
 {
@@ -1390,6 +1396,7 @@ http_status_text(int status)
 	switch (status) {
 	case 101: return "Switching Protocols";
 	case 200: return "OK";
+	case 201: return "Created";
 	case 204: return "No Content";
 	case 206: return "Partial Content";
 	case 400: return "Bad Request";
@@ -1405,6 +1412,7 @@ http_status_text(int status)
 	case 422: return "Unprocessable Entity";
 	case 500: return "Internal Server Error";
 	case 503: return "Service Unavailable";
+	case 507: return "Insufficient Storage";
 	default: return "Unknown";
 	}
 }
@@ -1569,7 +1577,7 @@ http_stream_begin(struct http_conn *c, int status, const char *ctype,
 	if (c->dead || c->state != HC_BUSY)
 		return -1;
 	/* HTTP/1.0 has no chunked coding: the end is the close. */
-	if (c->req_http10)
+	if (c->req_http10 && framing == HTTP_FRAME_CHUNKED)
 		framing = HTTP_FRAME_CLOSE;
 	if (framing == HTTP_FRAME_CLOSE)
 		c->close_after = true;
