@@ -276,7 +276,8 @@ af_req_init(struct http_conn *c, struct http_req *r, bool bridge,
 {
 	if (af_resolve(c, r, bridge, create, q) == 0)
 		return 0;
-	af_fail(c, q, errno, "path");
+	/* A workspace not made yet: GET's own 404. */
+	af_fail(c, q, errno, strcmp(r->method, "GET") == 0 ? "read" : "path");
 	return -1;
 }
 
@@ -759,7 +760,7 @@ af_tar_req(struct http_conn *c, struct http_req *r, bool bridge,
 	q->bridge = bridge;
 	q->root = &api_of(c)->files->root;
 	snprintf(q->abs, sizeof(q->abs), "%s", bridge ?
-	    api_of(c)->files->ws_path : "/");
+	    api_of(c)->files->ws_path : q->root->path);
 	if (!bridge && http_query(r, "root", q->abs, sizeof(q->abs)) == -1) {
 		errno = ENAMETOOLONG;
 		return -1;
