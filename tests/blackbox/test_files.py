@@ -350,7 +350,9 @@ class TestConfinement(FilesCase):
 
         def swap(i):
             if i == 0:
-                time.sleep(0.1)
+                # The upload has begun: its temp file is there.
+                self.assertTrue(poll(lambda: any(n.startswith(".f.") for n in os.listdir(self.p("d"))),
+                                     timeout=scaled(5)))
                 os.rename(self.p("d"), self.p("d.old"))
                 os.symlink(self.outside, self.p("d"))
 
