@@ -170,6 +170,14 @@ class TestReadWrite(FilesCase):
         r = self.a.get(u, headers={"Range": "bytes=20000-"})
         self.assertEqual(r.status, 416)
         self.assertEqual(r.header("content-range"), "bytes */%d" % len(data))
+        # Replies of known length keep the connection: three on one.
+        c = UnixHTTPConnection(self.a.sock, timeout=scaled(10))
+        for rng, want in (("bytes=0-0", data[:1]), ("bytes=-2", data[-2:]), (None, data)):
+            c.request("GET", u, headers={"Range": rng} if rng else {})
+            r = c.getresponse()
+            self.assertEqual(r.read(), want)
+            self.assertFalse(r.will_close)
+        c.close()
 
     def test_listing_depth(self):
         os.makedirs(self.p("t", "a", "b"))

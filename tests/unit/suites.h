@@ -10,6 +10,7 @@
 	X(logstore) \
 	X(fsutil) \
 	X(files) \
+	X(child) \
 	X(tar) \
 	X(boot) \
 	X(http) \
