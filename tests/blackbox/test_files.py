@@ -25,7 +25,7 @@ import unittest
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import (AgentTestCase, ResponseReader, UnixHTTPConnection,  # noqa: E402
+from harness import (SLOW, AgentTestCase, ResponseReader, UnixHTTPConnection,  # noqa: E402
                      descendants_of, poll, scaled, TEND_BIN)
 
 MiB = 1 << 20
@@ -617,7 +617,10 @@ class TestBig(FilesCase):
                     g.update(d)
             self.assertEqual(g.hexdigest(), want, path)
             os.unlink(path)
-        self.assertLessEqual(hwm1 - hwm0, 1024, "VmHWM grew from %d to %d KiB" % (hwm0, hwm1))
+        # A sanitizer's allocator keeps freed blocks (its quarantine): a
+        # looser bound there, still far below any buffering of the file.
+        limit = 8192 if SLOW else 1024
+        self.assertLessEqual(hwm1 - hwm0, limit, "VmHWM grew from %d to %d KiB" % (hwm0, hwm1))
         self.assertTrue(lat, "no health probe answered")
         self.assertLess(max(lat), scaled(1.0), "a health probe waited %.2fs" % max(lat))
 
