@@ -856,7 +856,7 @@ af_persist(struct http_conn *c, struct http_req *r, bool bridge)
 	char		 exbuf[HTTP_MAX_HEAD];
 	struct af_xfer	*x;
 	struct af_req	 q;
-	int		 rootfd, rc;
+	int		 rootfd;
 
 	if (af_tar_req(c, r, bridge, false, &q) == -1) {
 		af_fail(c, &q, errno, "persist");
@@ -885,10 +885,10 @@ af_persist(struct http_conn *c, struct http_req *r, bool bridge)
 	log_info("event=persist_started pid=%d root=%s", (int)x->pid, q.abs);
 	ev_io_init(&x->pio, af_persist_cb, x->pfd, EV_READ);
 	ev_io_start(x->loop, &x->pio);
-	rc = http_stream_begin(c, 200, "application/octet-stream",
+	/* A connection dead already: af_closed frees it, from the loop. */
+	(void)http_stream_begin(c, 200, "application/octet-stream",
 	    HTTP_FRAME_CHUNKED, NULL);
 	http_conn_own(c, x, af_drained, af_closed);
-	(void)rc;		/* dead: af_closed frees it */
 }
 
 /* The child's output to the reply, paused above HTTP_OUT_HIGH. */
