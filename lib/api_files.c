@@ -6,8 +6,9 @@
  * the connection (http_conn_own): a GET's file, a PUT's upload, a tar
  * child's pipes.  It is freed when the reply is made, or from on_close
  * when the client goes away first — which also removes a PUT's temp file
- * and kills a tar child.  No transfer holds more than one chunk (or, for
- * hydrate, the piece of the body the pipe has not taken yet), and none
+ * and kills a tar child.  No transfer holds more than one chunk (a GET
+ * none: sendfile; hydrate the piece of the body the pipe has not taken
+ * yet), and none
  * moves more than FILES_PUMP_BYTES in one callback: a 1 GiB transfer
  * never stalls the other clients.
  */
@@ -460,8 +461,9 @@ af_send_file(struct http_conn *c, struct http_req *r, const struct af_req *q,
 }
 
 /*
- * Send the file while the connection takes it and the share lasts.  The
- * length was promised: a file that shrank meanwhile ends the connection.
+ * Send the file while the connection takes it and the share lasts, by
+ * sendfile(2): the bytes never pass through the agent.  The length was
+ * promised: a file that shrank meanwhile ends the connection.
  */
 static void
 af_get_pump(struct af_xfer *x)
@@ -473,7 +475,7 @@ af_get_pump(struct af_xfer *x)
 	ev_check_stop(x->loop, &x->resume);
 	ev_idle_stop(x->loop, &x->spin);
 	while (x->off < x->end) {
-		if (http_conn_dead(c) || http_conn_pending(c) >= HTTP_OUT_HIGH)
+		if (http_conn_dead(c) || http_conn_pending(c) > 0)
 			return;		/* af_drained goes on */
 		if (sent >= FILES_PUMP_BYTES) {
 			/* As logs.c's follower_defer: after every poll. */
@@ -482,21 +484,18 @@ af_get_pump(struct af_xfer *x)
 			return;
 		}
 		want = x->end - x->off;
-		if (want > sizeof(af_chunk))
-			want = sizeof(af_chunk);
-		if ((n = pread(x->fd, af_chunk, want, (off_t)x->off)) == -1 &&
-		    errno == EINTR)
-			continue;
+		if (want > FILES_PUMP_BYTES - sent)
+			want = FILES_PUMP_BYTES - sent;
+		n = http_stream_sendfile(c, x->fd, &x->off, want);
+		if (n == -1 && errno == EAGAIN)
+			return;		/* af_drained goes on */
 		if (n <= 0) {
-			log_warnx("event=file_short_read off=%llu",
+			log_warn("event=file_send_failed off=%llu",
 			    (unsigned long long)x->off);
 			http_conn_abort(c);
 			return;
 		}
-		x->off += n;
 		sent += n;
-		if (http_stream_write(c, af_chunk, n) == -1)
-			return;
 	}
 	http_conn_own(c, NULL, NULL, NULL);
 	af_xfer_free(x);

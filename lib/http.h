@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <ev.h>
 #include <cjson/cJSON.h>
 
@@ -116,6 +117,14 @@ enum http_framing { HTTP_FRAME_CHUNKED, HTTP_FRAME_CLOSE, HTTP_FRAME_LENGTH };
 int	http_stream_begin(struct http_conn *, int status, const char *ctype,
 	    enum http_framing, const char *extra_headers);
 int	http_stream_write(struct http_conn *, const void *, size_t);
+/*
+ * A HTTP_FRAME_LENGTH body straight from a file: up to n bytes of fd at
+ * *off (advanced), only with nothing queued.  The bytes sent, 0 at the
+ * file's end, -1: EAGAIN (the socket is full: on_drain follows), or the
+ * socket or the file failed.
+ */
+ssize_t	http_stream_sendfile(struct http_conn *, int fd, uint64_t *off,
+	    size_t n);
 void	http_stream_end(struct http_conn *);
 int	http_sse_begin(struct http_conn *);
 int	http_sse_event(struct http_conn *, const char *id, const char *json);
