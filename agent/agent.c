@@ -28,7 +28,9 @@
 #include "api_health.h"
 #include "api_output.h"
 #include "api_proc.h"
+#include "api_files.h"
 #include "boot.h"
+#include "child.h"
 #include "codec.h"
 #include "fsutil.h"
 #include "log.h"
@@ -46,6 +48,13 @@ static const struct http_route *const agent_routes[] = {
 	api_proc_routes,
 	api_output_routes,
 	api_exec_routes,
+	api_files_routes,
+	NULL
+};
+
+/* The bridge's own, matched before those in its namespace. */
+static const struct http_route *const agent_bridge_routes[] = {
+	api_files_bridge_routes,
 	NULL
 };
 
@@ -54,6 +63,8 @@ static const struct http_route *const agent_routes[] = {
 static struct {
 	const char	*socket;
 	const char	*statedir;
+	const char	*files_root;
+	const char	*workspace;
 	double		 grace;
 	int		 keep_boots;
 	int		 keep_exited;
@@ -69,6 +80,7 @@ static struct {
 static struct ev_loop	*loop;
 static struct proctab	 tab;
 static struct api	 api;
+static struct api_files	 files;
 static pid_t		 main_pid = -1;	/* wrapper mode's command */
 static int		 main_status = -1;
 static int		 exit_code;
@@ -117,6 +129,8 @@ agent_usage(FILE *f)
 "      --stuck-timeout S   drop a client whose reply has not moved for S s (60)\n"
 "      --head-timeout S    drop a client whose request head takes over S s (10)\n"
 "      --max-log-bytes N   default bytes kept per output stream (64 MiB)\n"
+"      --files-root DIR    the file routes' root: nothing outside it (/)\n"
+"      --workspace DIR     the bridge's workspace (/workspace)\n"
 "  -v, --verbose           debug log lines\n"
 "  -h, --help              this text\n");
 }
@@ -150,6 +164,8 @@ agent_options(int argc, char **argv)
 		{ "stuck-timeout", required_argument, NULL, 'T' },
 		{ "head-timeout",  required_argument, NULL, 'H' },
 		{ "max-log-bytes", required_argument, NULL, 'L' },
+		{ "files-root",	   required_argument, NULL, 'R' },
+		{ "workspace",	   required_argument, NULL, 'W' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -169,6 +185,8 @@ agent_options(int argc, char **argv)
 	opt.stuck = HTTP_STUCK_TIMEOUT;
 	opt.head = HTTP_HEAD_TIMEOUT;
 	opt.max_log = LOG_MAX_BYTES;
+	opt.files_root = "/";
+	opt.workspace = "/workspace";
 
 	/* "+": stop at the first non-option, the wrapped command. */
 	while ((ch = getopt_long(argc, argv, "+S:d:g:vh", longopts,
@@ -223,6 +241,17 @@ agent_options(int argc, char **argv)
 		case 'L':
 			opt.max_log = agent_number("--max-log-bytes", optarg,
 			    4096, 1LL << 50);
+			break;
+		case 'R':
+			opt.files_root = optarg;
+			break;
+		case 'W':
+			if (optarg[0] != '/') {
+				fprintf(stderr, "tend agent: --workspace: must "
+				    "be an absolute path\n");
+				exit(2);
+			}
+			opt.workspace = optarg;
 			break;
 		case 'v':
 			opt.verbose = 1;
@@ -284,6 +313,9 @@ agent_main(int argc, char **argv)
 	tab.maxlog = opt.max_log;
 	api.tab = &tab;
 	api.started_mono = t0;
+	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
+		fatal("event=files_root_failed dir=%s", opt.files_root);
+	api.files = &files;
 
 	ev_child_init(&reaper, agent_reap_cb, 0, 0);
 	ev_child_start(loop, &reaper);
@@ -294,7 +326,7 @@ agent_main(int argc, char **argv)
 	ev_timer_init(&grace_timer, agent_grace_cb, opt.grace, 0.);
 
 	if (api_listen(&api, loop, opt.socket, opt.max_conns,
-	    agent_routes) == -1) {
+	    agent_routes, agent_bridge_routes) == -1) {
 		if (errno == EADDRINUSE)
 			fatalx("event=socket_busy socket=%s msg=\"another agent "
 			    "answers on this socket\"", opt.socket);
@@ -376,6 +408,8 @@ agent_reap_cb(struct ev_loop *l, ev_child *w, int revents)
 {
 	(void)l;
 	(void)revents;
+	if (child_reaped(w->rpid, w->rstatus))
+		return;			/* a tar child (lib/child.c) */
 	if (w->rpid == main_pid) {
 		main_status = w->rstatus;
 		main_pid = -1;

@@ -14,7 +14,7 @@
  *	1	the agent refused the request (an error reply)
  *	2	usage error
  *	3	cannot reach the agent, or the connection broke
- *	4	no such process
+ *	4	no such process (file commands: no such path)
  *	5	the ID is already taken (start/run --id)
  *	6	the process ended before it was ready (start --ready-*)
  *	124	wait --timeout or --ready-timeout ran out
@@ -70,6 +70,12 @@ enum cli_optcode {
 	OPT_READY_PORT,
 	OPT_READY_LOG,
 	OPT_READY_TIMEOUT,
+	OPT_RANGE,
+	OPT_MODE,
+	OPT_APPEND,
+	OPT_RECURSIVE,
+	OPT_DEPTH,
+	OPT_EXCLUDE,
 };
 
 struct cli_opt {
@@ -83,6 +89,7 @@ struct cli_opt {
 #define CMD_ORDERED	0x1	/* options end at the first argument (argv) */
 #define CMD_LAUNCH	0x2	/* takes the launch options */
 #define CMD_PROCEXIT	0x4	/* exits with the process's exit code */
+#define CMD_PATH	0x8	/* its argument is a path, not an ID */
 
 struct cli_cmd {
 	const char		*name;
@@ -251,6 +258,44 @@ static const struct cli_opt cli_opts_rm[] = {
 	{ NULL, 0, NULL, 0, NULL }
 };
 
+static const struct cli_opt cli_opts_cat[] = {
+	{ "range", 0, "A-B", OPT_RANGE,
+	    "only bytes A to B (inclusive; A- or -N too)" },
+	CLI_JSON_QUIET,
+	{ NULL, 0, NULL, 0, NULL }
+};
+
+static const struct cli_opt cli_opts_put[] = {
+	{ "mode", 0, "MODE", OPT_MODE,
+	    "permission bits, octal (a new file: 0644;\n"
+	    "a replaced one keeps its own)" },
+	{ "append", 0, NULL, OPT_APPEND,
+	    "append to the file in place (no atomic replace)" },
+	CLI_JSON_QUIET,
+	{ NULL, 0, NULL, 0, NULL }
+};
+
+static const struct cli_opt cli_opts_ls[] = {
+	{ "recursive", 'R', NULL, OPT_RECURSIVE,
+	    "list the whole tree (32 levels at most)" },
+	{ "depth", 0, "N", OPT_DEPTH, "list N levels deep (1 to 32; 1)" },
+	CLI_JSON_OPT("print the agent's {\"entries\":[...]}"),
+	{ NULL, 0, NULL, 0, NULL }
+};
+
+static const struct cli_opt cli_opts_persist[] = {
+	{ "exclude", 0, "P", OPT_EXCLUDE,
+	    "leave out P, relative to DIR, and all below\n"
+	    "it (repeatable)" },
+	CLI_JSON_QUIET,
+	{ NULL, 0, NULL, 0, NULL }
+};
+
+static const struct cli_opt cli_opts_hydrate[] = {
+	CLI_JSON_OPT("print the agent's {\"ok\":true}"),
+	{ NULL, 0, NULL, 0, NULL }
+};
+
 static const struct cli_cmd cli_cmds[] = {
 	{ "health", cli_cmd_health, cli_opts_health, "[--json]", 0, 0, 0,
 	    "show the agent's boot ID, version, uptime and counts",
@@ -308,6 +353,34 @@ static const struct cli_cmd cli_cmds[] = {
 	{ "rm", cli_cmd_rm, cli_opts_rm, "[-f] ID", 1, 1, 0,
 	    "remove a process's record and stored output",
 	    "Remove the record and stored output of an ended process ID." },
+	{ "cat", cli_files_cat, cli_opts_cat, "[--range A-B] PATH", 1, 1,
+	    CMD_PATH, "print a file's bytes",
+	    "Print the bytes of file PATH (absolute, or relative to the\n"
+	    "current directory), raw, as the agent reads it." },
+	{ "put", cli_files_put, cli_opts_put,
+	    "[--mode 0644] [--append] PATH < DATA", 1, 1, CMD_PATH,
+	    "write stdin to a file, atomically",
+	    "Write stdin, streamed as it is read, to PATH: the agent\n"
+	    "writes a temp file beside it and renames it over PATH once\n"
+	    "stdin ends, so that no reader sees half of it.  Missing\n"
+	    "parent directories are made." },
+	{ "ls", cli_files_ls, cli_opts_ls, "[-R|--depth N] [--json] PATH", 1,
+	    1, CMD_PATH, "list a directory",
+	    "List directory PATH: TYPE, MODE, SIZE, MTIME and NAME (and a\n"
+	    "link's target) per entry; names below the first level are\n"
+	    "relative to PATH.  A file is listed as itself." },
+	{ "persist", cli_files_persist, cli_opts_persist,
+	    "[--exclude P]... DIR > ws.tar", 1, 1, CMD_PATH,
+	    "write a directory as a tar stream to stdout",
+	    "Write the tree under DIR as a tar archive to stdout (modes,\n"
+	    "mtimes, symlinks and empty directories kept).  An archive the\n"
+	    "agent could not finish ends the connection: exit 3." },
+	{ "hydrate", cli_files_hydrate, cli_opts_hydrate, "DIR < ws.tar", 1,
+	    1, CMD_PATH, "extract a tar stream from stdin into a directory",
+	    "Extract the tar archive on stdin (plain or gzip) into DIR,\n"
+	    "made if missing.  Entries that would land outside DIR\n"
+	    "(absolute, '..', through a link, devices) are refused: exit 1,\n"
+	    "entries before the refused one stay." },
 	{ "help", cli_help, cli_opts_none, "[COMMAND]", 0, 1, 0,
 	    "show the help of tend or of a command",
 	    "Show the help of tend, or of COMMAND." },
@@ -323,7 +396,7 @@ static const char cli_exits[] =
     "       with --json)\n"
     "  2    usage error\n"
     "  3    cannot reach the agent, or the connection broke\n"
-    "  4    no such process\n"
+    "  4    no such process (or, for the file commands, path)\n"
     "  5    the ID is already taken (start/run --id)\n"
     "  6    the process ended before it was ready (start --ready-*)\n"
     "  124  wait --timeout or start --ready-timeout ran out (the process\n"
@@ -626,7 +699,8 @@ cli_args(struct cli *c)
 {
 	if (c->nargs < c->cmd->minargs) {
 		cli_usage_error(c->cmd, "%s", c->cmd->flags & CMD_LAUNCH ?
-		    "no command to run given" : "missing the process ID");
+		    "no command to run given" : c->cmd->flags & CMD_PATH ?
+		    "missing the path" : "missing the process ID");
 		return CLI_USAGE + 1;
 	}
 	if (c->cmd->maxargs >= 0 && c->nargs > c->cmd->maxargs) {
@@ -707,6 +781,18 @@ cli_setopt(struct cli *c, int code, const char *arg)
 	case OPT_TERMINALS:
 		c->terminals = 1;
 		break;
+	case OPT_RANGE:
+		c->range = arg;
+		break;
+	case OPT_MODE:
+		c->mode = arg;
+		break;
+	case OPT_APPEND:
+		c->append = 1;
+		break;
+	case OPT_RECURSIVE:
+		c->depth = FILES_LIST_DEPTH_MAX;
+		break;
 	default:
 		return cli_setval(c, code, arg);
 	}
@@ -757,6 +843,25 @@ cli_setval(struct cli *c, int code, const char *arg)
 		break;
 	case OPT_READY_LOG:
 		return cli_setregex(c, arg);
+	case OPT_DEPTH:
+		if ((n = cli_count(arg)) < 1 || n > FILES_LIST_DEPTH_MAX) {
+			cli_usage_error(c->cmd, "bad --depth '%s': want 1 to "
+			    "%d", arg, FILES_LIST_DEPTH_MAX);
+			return CLI_USAGE + 1;
+		}
+		c->depth = (int)n;
+		break;
+	case OPT_EXCLUDE:
+		if (strchr(arg, ',') != NULL || *arg == '\0') {
+			cli_usage_error(c->cmd, "bad --exclude '%s': a "
+			    "non-empty path without ','", arg);
+			return CLI_USAGE + 1;
+		}
+		if ((buf_avail(&c->excludes) > 0 &&
+		    buf_add(&c->excludes, ",", 1) == -1) ||
+		    buf_addstr(&c->excludes, arg) == -1)
+			return CLI_REFUSED + 1;
+		break;
 	case OPT_READY_TIMEOUT:
 		if (cli_seconds(arg, &c->ready_ms) == -1) {
 			cli_usage_error(c->cmd, "bad --ready-timeout '%s': "
@@ -902,6 +1007,7 @@ cli_free(struct cli *c)
 {
 	cJSON_Delete(c->env);
 	c->env = NULL;
+	buf_free(&c->excludes);
 	if (c->ready_log)
 		regfree(&c->ready_re);
 	c->ready_log = 0;

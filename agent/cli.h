@@ -11,6 +11,7 @@
  *	cli_http.c	calls to the agent, their replies and errors
  *	cli_sse.c	the event stream of a process's output
  *	cli_fmt.c	what replies hold and how they print
+ *	cli_files.c	cat, put, ls, persist, hydrate: the file routes
  */
 #ifndef TEND_CLI_H
 #define TEND_CLI_H
@@ -38,7 +39,7 @@ enum {
 	CLI_REFUSED = 1,	/* the agent replied with an error */
 	CLI_USAGE = 2,
 	CLI_UNREACHABLE = 3,	/* no agent, or the connection broke */
-	CLI_NOSUCH = 4,		/* 404 for a process it names */
+	CLI_NOSUCH = 4,		/* 404 for a process or path it names */
 	CLI_TAKEN = 5,		/* id_taken: someone else claimed the ID */
 	CLI_NOTREADY = 6,	/* start --ready-*: it ended first */
 	CLI_TIMEDOUT = 124,	/* wait/ready timeout ran out, as timeout(1) */
@@ -74,6 +75,11 @@ struct cli {
 	int			 ready_log;	/* ready_re holds --ready-log */
 	regex_t			 ready_re;
 	int64_t			 ready_ms;	/* --ready-timeout; -1: unset */
+	const char		*range;		/* cat --range A-B */
+	const char		*mode;		/* put --mode */
+	int			 append;	/* put --append */
+	int			 depth;		/* ls --depth, -R; 0: unset */
+	struct buf		 excludes;	/* persist --exclude, comma-joined */
 	char			**args;		/* positional arguments */
 	int			 nargs;
 };
@@ -84,6 +90,7 @@ struct cli_http {
 	struct buf	 target;	/* path and query, percent-encoded */
 	const char	*accept;
 	const char	*boot;		/* Tend-Boot, or NULL */
+	const char	*header;	/* one more "Name: value", or NULL */
 	cJSON		*json;		/* request body, or NULL */
 	int		 bodyfd;	/* -1, or a chunked body from this fd */
 	int		 quiet;		/* the caller reports error replies */
@@ -128,6 +135,13 @@ int	cli_cmd_send(struct cli *);
 int	cli_cmd_rm(struct cli *);
 cJSON	*cli_cmd_launch_body(struct cli *, const char *);
 
+/* cli_files.c */
+int	cli_files_cat(struct cli *);
+int	cli_files_put(struct cli *);
+int	cli_files_ls(struct cli *);
+int	cli_files_persist(struct cli *);
+int	cli_files_hydrate(struct cli *);
+
 /* cli_run.c */
 int	cli_run(struct cli *);
 
@@ -139,6 +153,7 @@ void	cli_http_init(struct cli_http *, const char *);
 void	cli_http_free(struct cli_http *);
 int	cli_http_proc_target(struct cli_http *, const char *, const char *);
 int	cli_http_query(struct cli_http *, const char *, const char *);
+int	cli_http_path_target(struct cli_http *, const char *, const char *);
 int	cli_http_call(struct cli *, struct cli_http *);
 void	cli_http_print_error(const struct cli *, const struct cli_http *);
 cJSON	*cli_http_json(const struct cli_http *);

@@ -7,11 +7,13 @@
  * than one command makes: one wait piece and one JSON poll of the output.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 #include <http_parser.h>
@@ -23,12 +25,13 @@
 
 /* The header lines and body of one request, made from a cli_http. */
 struct cli_http_req {
-	const char	*hdrs[4];
+	const char	*hdrs[5];
 	char		 accept[sizeof("Accept: ") + CLI_CTYPE_MAX];
 	char		 boot[sizeof("Tend-Boot: ") + CLI_BOOT_MAX];
 	char		*body;		/* h->json printed, or NULL */
 };
 
+static int	cli_http_escape_but(struct buf *, const char *, const char *);
 static int	cli_http_escape(struct buf *, const char *);
 static const char *cli_http_hint(int);
 static int	cli_http_on_header(void *, const char *, const char *);
@@ -63,9 +66,9 @@ cli_http_free(struct cli_http *h)
  * The target.
  */
 
-/* Percent-encode all but RFC 3986's unreserved characters. */
+/* Percent-encode all but RFC 3986's unreserved characters (and keep). */
 static int
-cli_http_escape(struct buf *b, const char *s)
+cli_http_escape_but(struct buf *b, const char *s, const char *keep)
 {
 	static const char	 hex[] = "0123456789ABCDEF";
 	unsigned char		 ch;
@@ -74,13 +77,41 @@ cli_http_escape(struct buf *b, const char *s)
 	for (; *s != '\0' && rv == 0; s++) {
 		ch = (unsigned char)*s;
 		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || strchr("-._~", ch) != NULL)
+		    (ch >= '0' && ch <= '9') || strchr("-._~", ch) != NULL ||
+		    strchr(keep, ch) != NULL)
 			rv = buf_add(b, s, 1);
 		else
 			rv = buf_printf(b, "%%%c%c", hex[ch >> 4],
 			    hex[ch & 15]);
 	}
 	return rv;
+}
+
+static int
+cli_http_escape(struct buf *b, const char *s)
+{
+	return cli_http_escape_but(b, s, "");
+}
+
+/*
+ * prefix, then path with its slashes kept ("/v1/file" "/etc/hosts"); a
+ * relative path is taken from the current directory.  A 404 is exit 4.
+ */
+int
+cli_http_path_target(struct cli_http *h, const char *prefix, const char *path)
+{
+	char	cwd[PATH_MAX];
+
+	h->named = 1;
+	if (buf_addstr(&h->target, prefix) == -1)
+		return -1;
+	if (path[0] != '/') {
+		if (getcwd(cwd, sizeof(cwd)) == NULL ||
+		    cli_http_escape_but(&h->target, cwd, "/") == -1 ||
+		    (strcmp(cwd, "/") != 0 && buf_addstr(&h->target, "/") == -1))
+			return -1;
+	}
+	return cli_http_escape_but(&h->target, path, "/");
 }
 
 /* "/v1/processes/<id><suffix>" */
@@ -199,6 +230,8 @@ cli_http_prepare(struct cli_http *h, struct cli_http_req *rq)
 		snprintf(rq->boot, sizeof(rq->boot), "Tend-Boot: %s", h->boot);
 		rq->hdrs[n++] = rq->boot;
 	}
+	if (h->header != NULL)
+		rq->hdrs[n++] = h->header;
 	if (h->json != NULL) {
 		rq->hdrs[n++] = "Content-Type: application/json";
 		if ((rq->body = cJSON_PrintUnformatted(h->json)) == NULL) {

@@ -21,10 +21,13 @@
 #include "codec.h"
 
 static struct http_route	api_routes[API_ROUTES_MAX + 1];
+static struct http_route	api_bridge_routes[API_ROUTES_MAX + 1];
 
-/* The modules' tables, joined into api_routes; -1 if they do not fit. */
+static const struct http_route *api_map(void *, char **);
+
+/* The modules' tables, joined into one; -1 if they do not fit. */
 static int
-api_join(const struct http_route *const *modules)
+api_join(struct http_route *out, const struct http_route *const *modules)
 {
 	const struct http_route	*rt;
 	size_t			 n = 0;
@@ -35,23 +38,33 @@ api_join(const struct http_route *const *modules)
 				errno = E2BIG;
 				return -1;
 			}
-			api_routes[n++] = *rt;
+			out[n++] = *rt;
 		}
-	memset(&api_routes[n], 0, sizeof(api_routes[n]));
+	memset(&out[n], 0, sizeof(out[n]));
 	return 0;
 }
 
 int
 api_listen(struct api *a, struct ev_loop *loop, const char *path,
-    int maxconns, const struct http_route *const *modules)
+    int maxconns, const struct http_route *const *modules,
+    const struct http_route *const *bridge)
 {
-	if (api_join(modules) == -1)
+	if (api_join(api_routes, modules) == -1 ||
+	    api_join(api_bridge_routes, bridge) == -1)
 		return -1;
 	if ((a->srv = http_server_new(loop, path, api_routes, a,
 	    maxconns)) == NULL)
 		return -1;
-	http_server_map(a->srv, api_bridge_map);
+	http_server_map(a->srv, api_map);
 	return 0;
+}
+
+/* The bridge's namespace: its own routes first, then the API's. */
+static const struct http_route *
+api_map(void *ctx, char **path)
+{
+	(void)ctx;
+	return api_bridge_rewrite(path) ? api_bridge_routes : NULL;
 }
 
 struct api *

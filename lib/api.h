@@ -20,8 +20,11 @@
 #include "http.h"
 #include "proc.h"
 
+struct api_files;
+
 struct api {
 	struct proctab		*tab;
+	struct api_files	*files;		/* api_files.c's roots */
 	struct http_server	*srv;
 	int64_t			 started_mono;	/* ms */
 	uint64_t		 followers;	/* active log streams */
@@ -41,7 +44,8 @@ struct api_err {
  * bridge's namespace mapped before them.  -1 with errno set.
  */
 int	api_listen(struct api *, struct ev_loop *, const char *path,
-	    int maxconns, const struct http_route *const *modules);
+	    int maxconns, const struct http_route *const *modules,
+	    const struct http_route *const *bridge);
 struct api	*api_of(struct http_conn *);
 
 /* Errors as values. */

@@ -39,7 +39,7 @@ static int	files_reopen(const struct files_root *, const char *, int,
 		    const struct stat *);
 static int	files_range_num(const char *, size_t, uint64_t *);
 static int	files_name_cmp(const void *, const void *);
-static char	**files_names(DIR *, size_t, size_t *);
+static int	files_names(DIR *, size_t, char ***, size_t *);
 static int	files_list_dir(struct files_lister *, int, const char *, int);
 static int	files_list_one(struct files_lister *, int, const char *,
 		    const char *, int);
@@ -535,10 +535,11 @@ files_name_cmp(const void *a, const void *b)
 
 /*
  * At most max names of d (not "." or ".."), malloc'd, sorted: the list
- * never holds more than a listing could show.
+ * never holds more than a listing could show.  *vp is NULL for an empty
+ * directory.
  */
-static char **
-files_names(DIR *d, size_t max, size_t *np)
+static int
+files_names(DIR *d, size_t max, char ***vp, size_t *np)
 {
 	struct dirent	*de;
 	char		**v = NULL, **nv;
@@ -562,13 +563,14 @@ files_names(DIR *d, size_t max, size_t *np)
 		goto fail;
 	if (n > 0)
 		qsort(v, n, sizeof(*v), files_name_cmp);
+	*vp = v;
 	*np = n;
-	return v;
+	return 0;
 fail:
 	while (n > 0)
 		free(v[--n]);
 	free(v);
-	return NULL;
+	return -1;
 }
 
 /* One entry of dfd, and below it when it is a directory and depth > 1. */
@@ -620,8 +622,7 @@ files_list_dir(struct files_lister *l, int dfd, const char *prefix,
 		return -1;
 	}
 	/* One more than fits: there were more entries than shown. */
-	names = files_names(d, FILES_LIST_MAX - l->count + 1, &n);
-	if (names == NULL) {
+	if (files_names(d, FILES_LIST_MAX - l->count + 1, &names, &n) == -1) {
 		saved = errno;
 		closedir(d);
 		errno = saved;

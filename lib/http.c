@@ -14,6 +14,7 @@
  * writable.  Connections are freed from a prepare watcher, never from inside
  * a callback that may still hold a pointer to them.
  */
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -787,6 +788,12 @@ http_conn_disown(struct http_conn *c)
 		fn(c, owner);
 }
 
+void *
+http_conn_owner(struct http_conn *c)
+{
+	return c->owner;
+}
+
 size_t
 http_conn_pending(struct http_conn *c)
 {
@@ -1390,6 +1397,7 @@ http_status_text(int status)
 	switch (status) {
 	case 101: return "Switching Protocols";
 	case 200: return "OK";
+	case 201: return "Created";
 	case 204: return "No Content";
 	case 206: return "Partial Content";
 	case 400: return "Bad Request";
@@ -1405,6 +1413,7 @@ http_status_text(int status)
 	case 422: return "Unprocessable Entity";
 	case 500: return "Internal Server Error";
 	case 503: return "Service Unavailable";
+	case 507: return "Insufficient Storage";
 	default: return "Unknown";
 	}
 }
@@ -1569,7 +1578,7 @@ http_stream_begin(struct http_conn *c, int status, const char *ctype,
 	if (c->dead || c->state != HC_BUSY)
 		return -1;
 	/* HTTP/1.0 has no chunked coding: the end is the close. */
-	if (c->req_http10)
+	if (c->req_http10 && framing == HTTP_FRAME_CHUNKED)
 		framing = HTTP_FRAME_CLOSE;
 	if (framing == HTTP_FRAME_CLOSE)
 		c->close_after = true;
@@ -1597,6 +1606,37 @@ http_stream_write(struct http_conn *c, const void *d, size_t n)
 		return -1;
 	}
 	return http_conn_flush(c);
+}
+
+/*
+ * The kernel copies the file to the socket: no pass through the output
+ * buffer, which must be empty (what is queued goes first).  EAGAIN arms
+ * the write watcher, as a full buffer does: on_drain says when to go on.
+ */
+ssize_t
+http_stream_sendfile(struct http_conn *c, int fd, uint64_t *off, size_t n)
+{
+	off_t	o = (off_t)*off;
+	ssize_t	k;
+
+	if (c->dead || c->state != HC_STREAM || c->chunked_out ||
+	    buf_avail(&c->out) > 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	while ((k = sendfile(c->fd, fd, &o, n)) == -1 && errno == EINTR)
+		;
+	if (k == -1 && errno == EAGAIN) {
+		if (!ev_is_active(&c->wio))
+			c->last_out = ev_now(c->srv->loop);
+		ev_io_start(c->srv->loop, &c->wio);
+		return -1;
+	}
+	if (k > 0) {
+		*off = (uint64_t)o;
+		c->last_io = c->last_out = ev_now(c->srv->loop);
+	}
+	return k;
 }
 
 void

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <ev.h>
 #include <cjson/cJSON.h>
 
@@ -107,11 +108,23 @@ void	http_reply_error(struct http_conn *, int status, const char *code,
 cJSON	*http_error_obj(const char *code, const char *fmt, ...)
 	    __attribute__((format(printf, 2, 3)));
 
-/* Streams.  HTTP_FRAME_CLOSE ends the body by closing (SSE). */
-enum http_framing { HTTP_FRAME_CHUNKED, HTTP_FRAME_CLOSE };
+/*
+ * Streams.  HTTP_FRAME_CLOSE ends the body by closing (SSE);
+ * HTTP_FRAME_LENGTH sends it as written, its length in extra_headers'
+ * Content-Length (a file), and keeps the connection.
+ */
+enum http_framing { HTTP_FRAME_CHUNKED, HTTP_FRAME_CLOSE, HTTP_FRAME_LENGTH };
 int	http_stream_begin(struct http_conn *, int status, const char *ctype,
 	    enum http_framing, const char *extra_headers);
 int	http_stream_write(struct http_conn *, const void *, size_t);
+/*
+ * A HTTP_FRAME_LENGTH body straight from a file: up to n bytes of fd at
+ * *off (advanced), only with nothing queued.  The bytes sent, 0 at the
+ * file's end, -1: EAGAIN (the socket is full: on_drain follows), or the
+ * socket or the file failed.
+ */
+ssize_t	http_stream_sendfile(struct http_conn *, int fd, uint64_t *off,
+	    size_t n);
 void	http_stream_end(struct http_conn *);
 int	http_sse_begin(struct http_conn *);
 int	http_sse_event(struct http_conn *, const char *id, const char *json);
@@ -136,6 +149,8 @@ size_t	http_conn_pending(struct http_conn *);
 void	http_conn_own(struct http_conn *, void *owner,
 	    void (*on_drain)(struct http_conn *, void *),
 	    void (*on_close)(struct http_conn *, void *));
+/* The owner given to http_conn_own, or NULL. */
+void	*http_conn_owner(struct http_conn *);
 void	http_conn_pause_read(struct http_conn *);
 void	http_conn_resume_read(struct http_conn *);
 void	http_conn_abort(struct http_conn *);

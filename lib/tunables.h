@@ -91,6 +91,9 @@
 #define FILES_LIST_DEPTH_MAX	32		/* ?depth= */
 #define FILES_TMP_TRIES		16		/* names tried for a PUT's temp file */
 #define FILES_PUT_FLUSH		(8 * 1024 * 1024)	/* start writeback every this many bytes */
+#define FILES_IO_CHUNK		(64 * 1024)	/* one read of a file or tar pipe */
+#define FILES_PUMP_BYTES	(256 * 1024)	/* one transfer's share of a callback */
+#define FILES_EXCLUDES_MAX	256		/* persist ?excludes= entries */
 #define TAR_BLOCK		(64 * 1024)	/* archive I/O unit in the tar child */
 #define TAR_PIPE_BYTES		(1024 * 1024)	/* asked pipe size to/from the tar child */
 #define TAR_ERR_MAX		512		/* the tar child's report, <= PIPE_BUF */

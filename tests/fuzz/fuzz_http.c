@@ -371,13 +371,21 @@ fz_upgrade(struct http_conn *c, struct http_req *r)
 
 /* ------------------------------------------------------------------ */
 
+/* The bridge's namespace, routed as the API's own paths. */
+static const struct http_route *
+fz_map(void *ctx, char **path)
+{
+	(void)ctx;
+	return api_bridge_rewrite(path) ? fz_routes : NULL;
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
 	fuzzsrv_start(fz_routes, NULL);
-	http_server_map(fuzzsrv_srv, api_bridge_map);
+	http_server_map(fuzzsrv_srv, fz_map);
 	return 0;
 }
 

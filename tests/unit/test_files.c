@@ -967,6 +967,16 @@ START_TEST(list_depth)
 	ck_assert_str_eq(cJSON_GetObjectItem(e, "target")->valuestring, "f");
 	cJSON_Delete(arr);
 
+	/* An empty directory, listed or entered, is no failure. */
+	ck_assert_int_eq(mkdirat(base, "root/a/empty", 0755), 0);
+	arr = cJSON_CreateArray();
+	ck_assert_int_eq(files_list(&root, "a/empty", 1, arr, &trunc), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(arr), 0);
+	ck_assert_int_eq(files_list(&root, "a", 2, arr, &trunc), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(arr), 3);
+	cJSON_Delete(arr);
+	ck_assert_int_eq(unlinkat(base, "root/a/empty", AT_REMOVEDIR), 0);
+
 	/* A subdirectory, through a link; bad depths; not a directory. */
 	ck_assert_int_eq(symlinkat("a", base, "root/la"), 0);
 	arr = cJSON_CreateArray();

@@ -136,6 +136,8 @@ static void	h_stream_done(struct http_conn *, struct http_req *);
 static void	h_slow(struct http_conn *, struct http_req *);
 static void	h_sse(struct http_conn *, struct http_req *);
 static void	h_chunked(struct http_conn *, struct http_req *);
+static void	h_length(struct http_conn *, struct http_req *);
+static void	h_sendfile(struct http_conn *, struct http_req *);
 static void	h_big(struct http_conn *, struct http_req *);
 static void	h_blob(struct http_conn *, struct http_req *);
 static void	h_held_piece(struct http_conn *, struct http_req *,
@@ -169,6 +171,8 @@ static const struct http_route routes[] = {
 	{ "GET",	"/v1/slow",			h_slow, NULL },
 	{ "GET",	"/v1/sse",			h_sse, NULL },
 	{ "GET",	"/v1/chunked",			h_chunked, NULL },
+	{ "GET",	"/v1/length",			h_length, NULL },
+	{ "GET",	"/v1/sendfile",			h_sendfile, NULL },
 	{ "GET",	"/v1/big",			h_big, NULL },
 	{ "GET",	"/v1/blob",			h_blob, NULL },
 	{ "POST",	"/v1/held",			h_held_done,
@@ -660,6 +664,42 @@ h_chunked(struct http_conn *c, struct http_req *r)
 	ck_assert_int_eq(http_stream_write(c, "", 0), 0);
 	ck_assert_int_eq(http_stream_write(c, " world", 6), 0);
 	http_stream_end(c);
+}
+
+/* A body of known length, written in pieces, as a file is sent. */
+static void
+h_length(struct http_conn *c, struct http_req *r)
+{
+	(void)r;
+	ck_assert_int_eq(http_stream_begin(c, 206, "application/octet-stream",
+	    HTTP_FRAME_LENGTH, "Content-Length: 11\r\n"), 0);
+	ck_assert_int_eq(http_stream_write(c, "hello", 5), 0);
+	ck_assert_int_eq(http_stream_write(c, " world", 6), 0);
+	http_stream_end(c);
+}
+
+/* The same body from a file, by sendfile: in two pieces, then its end. */
+static void
+h_sendfile(struct http_conn *c, struct http_req *r)
+{
+	FILE		*f = tmpfile();
+	uint64_t	 off = 0;
+
+	(void)r;
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs("hello world", f), 0);
+	fflush(f);
+	ck_assert_int_eq(http_stream_begin(c, 200, "application/octet-stream",
+	    HTTP_FRAME_LENGTH, "Content-Length: 11\r\n"), 0);
+	ck_assert_int_eq(http_stream_sendfile(c, fileno(f), &off, 5), 5);
+	ck_assert_uint_eq(off, 5);
+	ck_assert_int_eq(http_stream_sendfile(c, fileno(f), &off, 100), 6);
+	ck_assert_int_eq(http_stream_sendfile(c, fileno(f), &off, 100), 0);
+	fclose(f);
+	http_stream_end(c);
+	/* Not in a stream any more: refused. */
+	off = 0;
+	ck_assert_int_eq(http_stream_sendfile(c, 0, &off, 1), -1);
 }
 
 static uint8_t
@@ -1653,6 +1693,43 @@ START_TEST(chunked_stream_framing)
 }
 END_TEST
 
+START_TEST(length_stream_framing)
+{
+	struct client	*c = cl_open(sock_path);
+	struct resp	 r;
+
+	get(c, "/v1/length", &r);
+	ck_assert_int_eq(r.status, 206);
+	ck_assert_ptr_null(resp_header(&r, "Transfer-Encoding"));
+	ck_assert_str_eq(resp_header(&r, "Content-Length"), "11");
+	ck_assert_ptr_null(resp_header(&r, "Connection"));
+	ck_assert_str_eq(body_str(&r), "hello world");
+	resp_free(&r);
+	/* The connection goes on after the body. */
+	get(c, "/hello?n=after", &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(body_str(&r), "hello after");
+	resp_free(&r);
+	ck_assert_int_eq(http_server_nconns(srv), 1);
+}
+END_TEST
+
+START_TEST(sendfile_stream)
+{
+	struct client	*c = cl_open(sock_path);
+	struct resp	 r;
+
+	get(c, "/v1/sendfile", &r);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(resp_header(&r, "Content-Length"), "11");
+	ck_assert_str_eq(body_str(&r), "hello world");
+	resp_free(&r);
+	get(c, "/hello?n=after", &r);
+	ck_assert_str_eq(body_str(&r), "hello after");
+	resp_free(&r);
+}
+END_TEST
+
 START_TEST(stream_flow_control)
 {
 	struct client	*c = cl_open(sock_path);
@@ -2226,6 +2303,8 @@ http_suite(void)
 	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, sse_framing);
 	tcase_add_test(tc, chunked_stream_framing);
+	tcase_add_test(tc, length_stream_framing);
+	tcase_add_test(tc, sendfile_stream);
 	tcase_add_test(tc, stream_flow_control);
 	tcase_add_test(tc, stream_reader_vanishes);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,34 @@
+/*
+ * api_files: the file routes — /v1/file/{path} (GET, HEAD, PUT, DELETE,
+ * POST ?op=mkdir|move), /v1/persist and /v1/hydrate against the files
+ * root, and the bridge's forms of each under /v1/sandbox/{id}/ against
+ * the workspace.  The work is lib/files.c's and lib/tar.c's; this module
+ * moves bytes between them and the connection, through the loop, one
+ * budgeted share per callback, in constant memory.
+ */
+#ifndef TEND_API_FILES_H
+#define TEND_API_FILES_H
+
+#include <limits.h>
+
+#include "files.h"
+#include "http.h"
+
+struct api_files {
+	struct files_root	root;		/* --files-root */
+	struct files_root	ws;		/* --workspace; fd -1 until it exists */
+	char			ws_path[PATH_MAX];
+};
+
+/*
+ * Open the files root (it must exist) and, if it exists, the workspace
+ * (a bridge write makes it later).  -1 with errno.
+ */
+int	api_files_init(struct api_files *, const char *root,
+	    const char *workspace);
+
+/* tend's routes on the files root; the bridge's on the workspace. */
+extern const struct http_route api_files_routes[];
+extern const struct http_route api_files_bridge_routes[];
+
+#endif
