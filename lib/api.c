@@ -16,6 +16,7 @@
 
 #include "api.h"
 #include "api_bridge.h"
+#include "api_term.h"
 #include "boot.h"
 #include "codec.h"
 #include "log.h"
@@ -53,6 +54,15 @@ const struct http_route api_routes[] = {
 	{ "GET",	"/v1/processes/{}/stderr",	logs_raw, NULL },
 	{ "GET",	"/v1/processes/{}/logs",	logs_get, NULL },
 	{ "POST",	"/v1/exec",			logs_exec, NULL },
+	{ "POST",	"/v1/terminals",		api_term_create, NULL },
+	{ "GET",	"/v1/terminals",		api_term_list, NULL },
+	{ "GET",	"/v1/terminals/{}",		api_term_get, NULL },
+	{ "DELETE",	"/v1/terminals/{}",		api_term_delete, NULL },
+	{ "POST",	"/v1/terminals/{}/interrupt",	api_term_interrupt, NULL },
+	{ "POST",	"/v1/terminals/{}/terminate",	api_term_terminate, NULL },
+	{ "POST",	"/v1/terminals/{}/resize",	api_term_resize, NULL },
+	{ "POST",	"/v1/terminals/{}/input",	api_term_input,
+	    api_term_input_body },
 	{ NULL, NULL, NULL, NULL }
 };
 
@@ -497,7 +507,7 @@ api_health(struct http_conn *c, struct http_req *r)
 	p = cJSON_AddObjectToObject(j, "processes");
 	cJSON_AddNumberToObject(p, "running", st.running);
 	cJSON_AddNumberToObject(p, "total", st.kept);
-	cJSON_AddNumberToObject(j, "terminals", 0);
+	cJSON_AddNumberToObject(j, "terminals", termtab_live(a->terms));
 	http_reply_json(c, 200, j);
 }
 

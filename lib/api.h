@@ -8,9 +8,11 @@
 
 #include "http.h"
 #include "proc.h"
+#include "term.h"
 
 struct api {
 	struct proctab		*tab;
+	struct termtab		*terms;
 	struct http_server	*srv;
 	int64_t			 started_mono;	/* ms */
 	uint64_t		 followers;	/* active log streams */
