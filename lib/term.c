@@ -810,7 +810,11 @@ term_reaped(struct termtab *tt, pid_t pid, int wstatus)
 			term_end(t);
 		return;
 	}
-	/* A job still holds the slave: the end waits for it, not forever. */
+	/*
+	 * The slave is still open: a descendant of a leader that was not
+	 * the controlling process (else the kernel hung it up).  The end
+	 * waits for its EIO, not forever.
+	 */
 	ev_timer_start(tt->loop, &t->endwait);
 }
 
@@ -825,8 +829,8 @@ term_endwait_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	if (t->state != TERM_RUNNING)
 		return;
 	/* Closing the master hangs the slave up: the job gets SIGHUP. */
-	log_info("event=terminal_end_forced id=%s msg=\"a job holds the "
-	    "terminal after its leader exited\"", t->id);
+	log_info("event=terminal_end_forced id=%s msg=\"the slave is still "
+	    "open after the leader exited\"", t->id);
 	term_master_close(t);
 	term_end(t);
 }

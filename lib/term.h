@@ -6,8 +6,10 @@
  * modules use the functions below.
  *
  * The end of a terminal is its session leader reaped AND the master
- * drained to EIO (every byte the session wrote is stored), or, when a
- * job keeps the slave open, TERM_END_WAIT after the reap.  Watchers are
+ * drained to EIO (every byte the session wrote is stored).  The exit of
+ * the controlling process hangs the terminal up, so EIO follows at once;
+ * a leader that gave the terminal up (TIOCNOTTY) leaves a descendant's
+ * slave open, and then the end comes TERM_END_WAIT after the reap.  Watchers are
  * told TERM_EV_END only then: output written just before the exit is in
  * the store before anyone hears of the end.
  *

@@ -124,8 +124,8 @@
 					   capped at EXEC_MAX_OUTPUT_CAP */
 
 /* Terminals (lib/term.c). */
-#define TERM_END_WAIT		1.0	/* s after the leader is reaped: a job
-					   holding the slave, the end anyway */
+#define TERM_END_WAIT		1.0	/* s after the leader is reaped with
+					   the slave still open: the end anyway */
 #define TERM_KILL_GRACE		2.0	/* s, terminate: HUP+TERM, then KILL */
 #define TERM_KEEP_ENDED		256	/* ended terminals kept per boot */
 

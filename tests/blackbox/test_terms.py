@@ -226,7 +226,8 @@ class TestTermIO(TermCase):
             self.assertEqual(st["outputBytes"], len(out), (i, st))
             a.delete("/v1/terminals/%s" % t["id"])
 
-    def test_end_bounded_by_job_holding_slave(self):
+    def test_background_job_does_not_delay_end(self):
+        # The leader's exit hangs the terminal up: the job's slave included.
         a = self.agent()
         t0 = time.monotonic()
         t = self.create(a, argv=["/bin/sh", "-c", "sleep 30 & printf held; exit 4"])

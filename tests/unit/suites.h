@@ -18,4 +18,5 @@
 	X(proc) \
 	X(hclient) \
 	X(ws) \
-	X(pty)
+	X(pty) \
+	X(term)
