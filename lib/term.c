@@ -848,7 +848,7 @@ term_end(struct term *t)
 	tt->nlive--;
 	tt->nended++;
 	/* Nobody left in the session: no KILL to send, nor to misdirect. */
-	if (term_session_scan(t->pid, 0) == 0)
+	if (ev_is_active(&t->grace) && term_session_scan(t->pid, 0) == 0)
 		ev_timer_stop(tt->loop, &t->grace);
 	term_write_status(t);
 	log_info("event=terminal_ended id=%s code=%d bytes=%llu", t->id,
