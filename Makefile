@@ -58,7 +58,9 @@ DEPS_api	:= api_bridge boot codec http proc
 DEPS_api_proc	:= api http log proc record
 DEPS_api_output	:= api buf codec follow http logstore proc record
 DEPS_api_exec	:= api api_output buf codec http logstore proc
-DEPS_api_health	:= api buf codec http log proc
+DEPS_api_health	:= api buf codec http log proc term
+DEPS_term	:= boot buf codec log logstore pty record spawn
+DEPS_api_term	:= api boot http record term
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
 # What a suite's own test code uses beyond its module (test helpers only).

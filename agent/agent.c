@@ -29,6 +29,7 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_files.h"
+#include "api_term.h"
 #include "boot.h"
 #include "child.h"
 #include "codec.h"
@@ -36,6 +37,7 @@
 #include "log.h"
 #include "proc.h"
 #include "spawn.h"
+#include "term.h"
 
 extern char **environ;
 
@@ -49,6 +51,7 @@ static const struct http_route *const agent_routes[] = {
 	api_output_routes,
 	api_exec_routes,
 	api_files_routes,
+	api_term_routes,
 	NULL
 };
 
@@ -79,6 +82,7 @@ static struct {
 
 static struct ev_loop	*loop;
 static struct proctab	 tab;
+static struct termtab	 terms;
 static struct api	 api;
 static struct api_files	 files;
 static pid_t		 main_pid = -1;	/* wrapper mode's command */
@@ -90,6 +94,7 @@ static ev_signal	 sigs[8];
 static ev_timer		 grace_timer;
 static ev_io		 log_io;	/* stderr full: flush when writable */
 static struct proctab_sub settled;	/* at shutdown: records that end */
+static struct termtab_sub term_settled;	/* ... and terminals */
 
 static void	agent_usage(FILE *);
 static void	agent_options(int, char **);
@@ -101,6 +106,8 @@ static void	agent_shutdown(void);
 static void	agent_maybe_done(void);
 static void	agent_settled(struct proctab_sub *, struct proc *,
 		    enum proctab_event);
+static void	agent_term_settled(struct termtab_sub *, struct term *,
+		    enum termtab_event);
 static void	agent_log_blocked(int);
 static void	agent_log_cb(struct ev_loop *, ev_io *, int);
 
@@ -311,7 +318,11 @@ agent_main(int argc, char **argv)
 	tab.maxlive = opt.max_procs;
 	tab.keep_exited = opt.keep_exited;
 	tab.maxlog = opt.max_log;
+	if (termtab_init(&terms, loop, boot, statefd, tab.baseenv,
+	    &tab.limits) == -1)
+		fatal("event=termtab_failed");
 	api.tab = &tab;
+	api.terms = &terms;
 	api.started_mono = t0;
 	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
 		fatal("event=files_root_failed dir=%s", opt.files_root);
@@ -344,6 +355,8 @@ agent_main(int argc, char **argv)
 	ev_run(loop, 0);
 
 out:
+	termtab_finalize(&terms);
+	termtab_free(&terms);
 	proctab_finalize(&tab);
 	proctab_free(&tab);
 	unlink(opt.socket);
@@ -420,6 +433,7 @@ agent_reap_cb(struct ev_loop *l, ev_child *w, int revents)
 		return;
 	}
 	proc_reaped(&tab, w->rpid, w->rstatus);
+	term_reaped(&terms, w->rpid, w->rstatus);
 }
 
 static void
@@ -444,9 +458,13 @@ agent_shutdown(void)
 		return;
 	shutting_down = true;
 	proctab_subscribe(&tab, &settled, agent_settled);
+	termtab_subscribe(&terms, &term_settled, agent_term_settled);
 	http_stop_accepting(api.srv);
 	http_close_all(api.srv);
 	proctab_signal_all(&tab, SIGTERM);
+	/* A terminal's end is a hangup: HUP first, as term_terminate. */
+	termtab_signal_all(&terms, SIGHUP);
+	termtab_signal_all(&terms, SIGTERM);
 	ev_timer_start(loop, &grace_timer);
 	agent_maybe_done();
 }
@@ -461,11 +479,21 @@ agent_settled(struct proctab_sub *s, struct proc *p, enum proctab_event ev)
 		agent_maybe_done();
 }
 
+static void
+agent_term_settled(struct termtab_sub *s, struct term *t,
+    enum termtab_event ev)
+{
+	(void)s;
+	(void)t;
+	if (ev != TERMTAB_EV_START)
+		agent_maybe_done();
+}
+
 /* Everything settled: leave the loop. */
 static void
 agent_maybe_done(void)
 {
-	if (tab.nlive > 0)
+	if (tab.nlive > 0 || termtab_live(&terms) > 0)
 		return;
 	ev_timer_stop(loop, &grace_timer);
 	ev_break(loop, EVBREAK_ALL);
@@ -483,11 +511,14 @@ agent_grace_cb(struct ev_loop *l, ev_timer *w, int revents)
 	(void)revents;
 	if (!killed_all) {
 		killed_all = true;
-		log_info("event=grace_over running=%d", tab.nlive);
+		log_info("event=grace_over running=%d terminals=%d", tab.nlive,
+		    termtab_live(&terms));
 		if (getpid() == 1)
 			(void)kill(-1, SIGKILL);
-		else
+		else {
 			proctab_signal_all(&tab, SIGKILL);
+			termtab_signal_all(&terms, SIGKILL);
+		}
 		ev_timer_set(w, AGENT_REAP_WAIT, 0.);
 		ev_timer_start(l, w);
 		return;

@@ -19,12 +19,14 @@
 
 #include "http.h"
 #include "proc.h"
+#include "term.h"
 
 struct api_files;
 
 struct api {
 	struct proctab		*tab;
 	struct api_files	*files;		/* api_files.c's roots */
+	struct termtab		*terms;
 	struct http_server	*srv;
 	int64_t			 started_mono;	/* ms */
 	uint64_t		 followers;	/* active log streams */

@@ -8,6 +8,7 @@
 
 #include "api.h"
 #include "api_health.h"
+#include "term.h"
 #include "codec.h"
 #include "log.h"
 
@@ -65,7 +66,7 @@ api_health(struct http_conn *c, struct http_req *r)
 	p = cJSON_AddObjectToObject(j, "processes");
 	cJSON_AddNumberToObject(p, "running", st.running);
 	cJSON_AddNumberToObject(p, "total", st.kept);
-	cJSON_AddNumberToObject(j, "terminals", 0);
+	cJSON_AddNumberToObject(j, "terminals", termtab_live(a->terms));
 	http_reply_json(c, 200, j);
 }
 

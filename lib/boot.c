@@ -120,6 +120,37 @@ boot_open_procs(int statefd, const char *id)
 	return fsutil_open(statefd, path, O_RDONLY | O_DIRECTORY, 0);
 }
 
+int
+boot_open_terms(int statefd, const char *id, bool create)
+{
+	char	path[64];
+
+	if (!boot_id_valid(id)) {
+		errno = ENOENT;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "boots/%s/terms", id);
+	if (create)
+		return fsutil_opendirs(statefd, path);
+	return fsutil_open(statefd, path, O_RDONLY | O_DIRECTORY, 0);
+}
+
+/* Records of one kind under a retained boot become lost, if they must. */
+static void
+boot_lose(int statefd, const char *id)
+{
+	int	fd;
+
+	if ((fd = boot_open_procs(statefd, id)) != -1) {
+		record_mark_lost(fd, id);
+		close(fd);
+	}
+	if ((fd = boot_open_terms(statefd, id, false)) != -1) {
+		record_mark_lost_kind(RECORD_TERM, fd, id);
+		close(fd);
+	}
+}
+
 static int
 boot_cmp(const void *a, const void *b)
 {
@@ -138,7 +169,7 @@ boot_scan(int statefd, const char *current, int keep)
 	char		 path[64], *s;
 	cJSON		*j, *st;
 	size_t		 n = 0, cap = 0, i;
-	int		 bootsfd, procsfd;
+	int		 bootsfd;
 
 	if ((bootsfd = fsutil_open(statefd, "boots", O_RDONLY | O_DIRECTORY,
 	    0)) == -1)
@@ -180,10 +211,7 @@ boot_scan(int statefd, const char *current, int keep)
 				    ents[i].id);
 			continue;
 		}
-		if ((procsfd = boot_open_procs(statefd, ents[i].id)) == -1)
-			continue;
-		record_mark_lost(procsfd, ents[i].id);
-		close(procsfd);
+		boot_lose(statefd, ents[i].id);
 	}
 	free(ents);
 	closedir(d);

@@ -26,5 +26,7 @@ int	boot_create(int statefd, const char *id, int *procsfd);
 void	boot_scan(int statefd, const char *current, int keep);
 /* The procs directory of a retained boot, or -1 (ENOENT). */
 int	boot_open_procs(int statefd, const char *id);
+/* Its terms directory (made when create is set), or -1 and errno. */
+int	boot_open_terms(int statefd, const char *id, bool create);
 
 #endif

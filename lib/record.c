@@ -1,9 +1,9 @@
 /*
- * record.c: a process's record on disk.
+ * record.c: a process's (or a terminal's) record on disk.
  *
- * Owns the layout of boots/<boot>/procs/<id>/ — the names meta.json,
- * status.json and the streams' "stdout" and "stderr" (the logstore adds
- * its index) — and every write and read of those files: a live record's
+ * Owns the layout of boots/<boot>/procs/<id>/ (and terms/<id>/) — the
+ * names meta.json, status.json and the streams' "stdout" and "stderr"
+ * (a terminal's "output"; the logstore adds its index) — and every write and read of those files: a live record's
  * meta and status (status_failed while the state dir refuses them, so
  * that its owner can retry), the store's files given back and reopened,
  * the read-only open of an earlier boot's record, marking lost records,
@@ -30,6 +30,22 @@
 #define RECORD_STATUS	"status.json"
 
 static const char *const record_streams[LS_NSTREAMS] = { "stdout", "stderr" };
+static const char *const record_term_streams[1] = { "output" };
+
+/* What differs between the kinds of records: their streams and fields. */
+static const struct record_kind_desc {
+	const char *const *streams;
+	int		 nstreams;
+	const char	*state;		/* the status field of the state */
+	const char	*size[LS_NSTREAMS];	/* fields of stream sizes */
+	const char	*created;	/* meta's created_at as a status field */
+	const char	*what;
+} record_kinds[] = {
+	[RECORD_PROC] = { record_streams, LS_NSTREAMS, "state",
+	    { "stdoutBytes", "stderrBytes" }, "startedAt", "process" },
+	[RECORD_TERM] = { record_term_streams, 1, "status",
+	    { "outputBytes", NULL }, "createdAt", "terminal" },
+};
 
 static int	record_dir(struct record *);
 static void	record_dir_done(struct record *, int);
@@ -38,9 +54,10 @@ static int	record_open_store(struct record *, uint64_t);
 static int	record_opendir(int, const char *);
 static DIR	*record_opendirs(int);
 static cJSON	*record_read_json(int, const char *);
-static cJSON	*record_status_from_meta(int, const char *, const char *);
-static void	record_lose(int, const char *, const char *, const char *,
-		    cJSON *);
+static cJSON	*record_status_from_meta(const struct record_kind_desc *,
+		    int, const char *, const char *);
+static void	record_lose(const struct record_kind_desc *, int,
+		    const char *, const char *, const char *, cJSON *);
 static void	record_set_size(cJSON *, int, const char *, const char *);
 
 /* ------------------------------------------------------------------ */
@@ -67,7 +84,10 @@ record_open(struct record *r, struct record_dir *d, const char *id,
 {
 	int	err;
 
+	const struct record_kind_desc *k = &record_kinds[d->kind];
+
 	record_init(r);
+	logstore_create_none(&r->ls, k->nstreams, k->streams, 0);
 	r->dir = d;
 	r->id = id;
 	r->fds_open = true;
@@ -87,10 +107,11 @@ record_open(struct record *r, struct record_dir *d, const char *id,
 static int
 record_open_store(struct record *r, uint64_t maxlog)
 {
+	const struct record_kind_desc *k = &record_kinds[r->dir->kind];
 	int	err;
 
-	if (logstore_create_lazy(&r->ls, r->dirfd, LS_NSTREAMS,
-	    record_streams, maxlog) == 0)
+	if (logstore_create_lazy(&r->ls, r->dirfd, k->nstreams, k->streams,
+	    maxlog) == 0)
 		return 0;
 	err = errno;
 	(void)record_remove(r);
@@ -361,12 +382,20 @@ int
 record_open_ro(int procsfd, const char *id, struct logstore *ls,
     cJSON **status)
 {
+	return record_open_ro_kind(RECORD_PROC, procsfd, id, ls, status);
+}
+
+int
+record_open_ro_kind(enum record_kind kind, int procsfd, const char *id,
+    struct logstore *ls, cJSON **status)
+{
+	const struct record_kind_desc *k = &record_kinds[kind];
 	int	dfd, saved;
 
 	*status = NULL;
 	if ((dfd = record_opendir(procsfd, id)) == -1)
 		return -1;
-	if (logstore_open(ls, dfd, LS_NSTREAMS, record_streams) == -1) {
+	if (logstore_open(ls, dfd, k->nstreams, k->streams) == -1) {
 		saved = errno;
 		close(dfd);
 		errno = saved;
@@ -415,6 +444,13 @@ record_list(int procsfd, const char *state)
 void
 record_mark_lost(int procsfd, const char *boot)
 {
+	record_mark_lost_kind(RECORD_PROC, procsfd, boot);
+}
+
+void
+record_mark_lost_kind(enum record_kind kind, int procsfd, const char *boot)
+{
+	const struct record_kind_desc *k = &record_kinds[kind];
 	struct dirent	*de;
 	const cJSON	*state;
 	char		 now[TIME_MAX];
@@ -430,12 +466,12 @@ record_mark_lost(int procsfd, const char *boot)
 		if ((dfd = record_opendir(procsfd, de->d_name)) == -1)
 			continue;
 		j = record_read_json(dfd, RECORD_STATUS);
-		state = cJSON_GetObjectItemCaseSensitive(j, "state");
+		state = cJSON_GetObjectItemCaseSensitive(j, k->state);
 		if (j != NULL && cJSON_IsString(state) &&
 		    strcmp(state->valuestring, "running") != 0)
 			cJSON_Delete(j);
 		else
-			record_lose(dfd, de->d_name, boot, now, j);
+			record_lose(k, dfd, de->d_name, boot, now, j);
 		close(dfd);
 	}
 	closedir(d);
@@ -443,18 +479,19 @@ record_mark_lost(int procsfd, const char *boot)
 
 /* Write the lost status of one record: from its last status j, or its meta. */
 static void
-record_lose(int dfd, const char *id, const char *boot, const char *now,
-    cJSON *j)
+record_lose(const struct record_kind_desc *k, int dfd, const char *id,
+    const char *boot, const char *now, cJSON *j)
 {
 	char	 msg[160], *s;
 	cJSON	*err;
+	int	 i;
 
 	if (j == NULL)
-		j = record_status_from_meta(dfd, id, boot);
+		j = record_status_from_meta(k, dfd, id, boot);
 	snprintf(msg, sizeof(msg), "the agent of boot %s stopped before the "
-	    "process ended; its exit is unknown", boot);
-	cJSON_DeleteItemFromObjectCaseSensitive(j, "state");
-	cJSON_AddStringToObject(j, "state", "error");
+	    "%s ended; its exit is unknown", boot, k->what);
+	cJSON_DeleteItemFromObjectCaseSensitive(j, k->state);
+	cJSON_AddStringToObject(j, k->state, "error");
 	err = cJSON_CreateObject();
 	cJSON_AddStringToObject(err, "code", "lost");
 	cJSON_AddStringToObject(err, "message", msg);
@@ -463,15 +500,16 @@ record_lose(int dfd, const char *id, const char *boot, const char *now,
 	cJSON_DeleteItemFromObjectCaseSensitive(j, "endedAt");
 	cJSON_AddStringToObject(j, "endedAt", now);
 	/* The last status may predate the output: count the files. */
-	record_set_size(j, dfd, record_streams[LS_STDOUT], "stdoutBytes");
-	record_set_size(j, dfd, record_streams[LS_STDERR], "stderrBytes");
+	for (i = 0; i < k->nstreams; i++)
+		record_set_size(j, dfd, k->streams[i], k->size[i]);
 	if ((s = cJSON_PrintUnformatted(j)) != NULL) {
 		if (fsutil_write_atomic(dfd, RECORD_STATUS, s, strlen(s),
 		    true) == -1)
 			log_warn("event=lost_write_failed boot=%s id=%s", boot,
 			    id);
 		else
-			log_info("event=process_lost boot=%s id=%s", boot, id);
+			log_info("event=%s_lost boot=%s id=%s", k->what, boot,
+			    id);
 	}
 	free(s);
 	cJSON_Delete(j);
@@ -495,13 +533,14 @@ record_set_size(cJSON *j, int dfd, const char *file, const char *field)
  * first moments): what meta.json says of it.
  */
 static cJSON *
-record_status_from_meta(int dfd, const char *id, const char *boot)
+record_status_from_meta(const struct record_kind_desc *k, int dfd,
+    const char *id, const char *boot)
 {
-	static const struct {
+	const struct {
 		const char	*meta, *status;
 	} fields[] = {
 		{ "argv", "command" }, { "cwd", "cwd" },
-		{ "created_at", "startedAt" }, { "tags", "tags" },
+		{ "created_at", k->created }, { "tags", "tags" },
 	};
 	const cJSON	*x;
 	cJSON		*j, *m;
@@ -516,7 +555,8 @@ record_status_from_meta(int dfd, const char *id, const char *boot)
 			    cJSON_Duplicate(x, 1));
 	cJSON_Delete(m);
 	cJSON_AddStringToObject(j, "bootId", boot);
-	cJSON_AddNumberToObject(j, "droppedBytes", 0);
+	if (k == &record_kinds[RECORD_PROC])
+		cJSON_AddNumberToObject(j, "droppedBytes", 0);
 	return j;
 }
 

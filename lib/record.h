@@ -17,6 +17,12 @@
 
 #include "logstore.h"
 
+/* Which records a directory holds: their streams and status fields. */
+enum record_kind {
+	RECORD_PROC,	/* procs/: "stdout", "stderr"; status "state" */
+	RECORD_TERM	/* terms/: "output"; status "status" */
+};
+
 /* A boot's records directory, as its owner (the table) holds it. */
 struct record_dir {
 	int	 fd;		/* boots/<boot>/procs, or -1 while it cannot
@@ -25,6 +31,7 @@ struct record_dir {
 				   refused, while one is owed; or 0 */
 	/* Make fd (again): it was never made, or was removed.  -1, errno. */
 	int	(*remake)(struct record_dir *);
+	enum record_kind kind;	/* 0: processes */
 };
 
 /* One record's files, for its live process. */
@@ -95,6 +102,8 @@ char	*record_status_text(int procsfd, const char *id, size_t *len);
  */
 int	record_open_ro(int procsfd, const char *id, struct logstore *ls,
 	    cJSON **status);
+int	record_open_ro_kind(enum record_kind, int dirsfd, const char *id,
+	    struct logstore *ls, cJSON **status);
 /* The last statuses of every record, those in state `state` ("": all). */
 cJSON	*record_list(int procsfd, const char *state);
 /*
@@ -102,6 +111,8 @@ cJSON	*record_list(int procsfd, const char *state);
  * state "error" with error.code "lost", once; boot names their boot.
  */
 void	record_mark_lost(int procsfd, const char *boot);
+/* The same for a directory of records of that kind (terms/). */
+void	record_mark_lost_kind(enum record_kind, int dirsfd, const char *boot);
 
 /* ------------------------------------------------------------------ */
 /* Durability */

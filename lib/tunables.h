@@ -126,6 +126,12 @@
 #define EXEC_MAX_OUTPUT_ASK	1e15	/* largest maxOutputBytes taken, then
 					   capped at EXEC_MAX_OUTPUT_CAP */
 
+/* Terminals (lib/term.c). */
+#define TERM_END_WAIT		1.0	/* s after the leader is reaped with
+					   the slave still open: the end anyway */
+#define TERM_KILL_GRACE		2.0	/* s, terminate: HUP+TERM, then KILL */
+#define TERM_KEEP_ENDED		256	/* ended terminals kept per boot */
+
 /* The record on disk (lib/record.c). */
 #define RECORD_READ_MAX		(1024 * 1024)	/* meta.json, status.json */
 #define BOOT_READ_MAX		4096		/* an earlier boot's boot.json */

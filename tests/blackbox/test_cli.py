@@ -510,11 +510,15 @@ class TestJson(ApiCase):
                 self.assertIn("js-ps-run", [p["id"] for p in arr])
                 self.assertEqual("js-ps-done" in [p["id"] for p in arr], "-a" in args)
 
-    def test_ps_terminals_is_the_agents_404(self):
-        # No terminals in this agent yet: the route's own error, exit 1.
+    def test_ps_terminals_is_the_route_reply(self):
+        # The terminals route's reply as it came, exit 0.
+        r = self.agent.post("/v1/terminals", {"argv": ["sleep", "30"], "id": "js-term"})
+        self.assertEqual(r.status, 200, r)
+        self.addCleanup(self.agent.delete, "/v1/terminals/js-term")
         want = self.route("GET", "/v1/terminals")
-        self.assertEqual(want.status, 404)
-        self.assertJsonError(self.tend("ps", "--terminals", "--json"), 1, route=want)
+        self.assertEqual(want.status, 200)
+        arr = self.assertRaw(self.ok("ps", "--terminals", "--json"), want.body)
+        self.assertIn("js-term", [t["id"] for t in arr])
 
     def test_start_status_wait(self):
         r = self.ok("start", "--id", "js-st", "--json", "--", "sh", "-c", "echo out; exit 3")
