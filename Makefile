@@ -10,8 +10,9 @@ CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -iquote lib \
 # statically (fewer pages mapped at start, smaller idle RSS; libarchive's
 # shared library would map libxml2, ICU and libstdc++ into PID 1 and the
 # image: only the tar objects lib/tar.c calls are linked, see there);
+# libseccomp too (only `tend shim` calls it);
 # Debian ships cJSON as a shared library only.
-LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -larchive -lz -lnettle -Wl,-Bdynamic -lcjson -lm
+LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -larchive -lz -lnettle -lseccomp -Wl,-Bdynamic -lcjson -lm
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 LIB_SRC   := $(wildcard lib/*.c)
