@@ -20,6 +20,7 @@
 #include "codec.h"
 #include "log.h"
 #include "record.h"
+#include "shimctl.h"
 #include "util.h"
 
 
@@ -498,6 +499,7 @@ api_health(struct http_conn *c, struct http_req *r)
 	cJSON_AddNumberToObject(p, "running", st.running);
 	cJSON_AddNumberToObject(p, "total", st.kept);
 	cJSON_AddNumberToObject(j, "terminals", 0);
+	shimctl_health(j);
 	http_reply_json(c, 200, j);
 }
 
