@@ -441,6 +441,8 @@ class TestShimSupervised(AgentTestCase):
                 return r.status == 200 and json.loads(r.read())["shim"]["pid"] == sh["pid"]
             except OSError:
                 return False
+            finally:
+                c.close()
         wait_for(served, timeout=5, what="served through the supervised shim")
         os.kill(host, signal.SIGKILL)
 
