@@ -10,8 +10,9 @@ CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -iquote lib \
 # statically (fewer pages mapped at start, smaller idle RSS; libarchive's
 # shared library would map libxml2, ICU and libstdc++ into PID 1 and the
 # image: only the tar objects lib/tar.c calls are linked, see there);
+# libseccomp too (only `tend shim` calls it);
 # Debian ships cJSON as a shared library only.
-LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -larchive -lz -lnettle -Wl,-Bdynamic -lcjson -lm
+LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -larchive -lz -lnettle -lseccomp -Wl,-Bdynamic -lcjson -lm
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 LIB_SRC   := $(wildcard lib/*.c)
@@ -58,7 +59,9 @@ DEPS_api	:= api_bridge boot codec http proc
 DEPS_api_proc	:= api http log proc record
 DEPS_api_output	:= api buf codec follow http logstore proc record
 DEPS_api_exec	:= api api_output buf codec http logstore proc
-DEPS_api_health	:= api buf codec http log proc term
+DEPS_api_health	:= api buf codec http log proc shimctl term
+DEPS_shim	:= log
+DEPS_shimctl	:= log spawn
 DEPS_term	:= boot buf codec log logstore pty record spawn
 DEPS_api_term	:= api boot http record term
 DEPS_api_files	:= api buf child codec files fsutil http log tar

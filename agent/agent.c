@@ -36,6 +36,8 @@
 #include "fsutil.h"
 #include "log.h"
 #include "proc.h"
+#include "shim.h"
+#include "shimctl.h"
 #include "spawn.h"
 #include "term.h"
 
@@ -78,6 +80,10 @@ static struct {
 	uint64_t	 max_log;
 	char		**wrapped;
 	int		 verbose;
+	const char	*socket_group;
+	const char	*shim_listen;
+	const char	*shim_token_file;
+	const char	*shim_user;
 } opt;
 
 static struct ev_loop	*loop;
@@ -98,6 +104,8 @@ static struct termtab_sub term_settled;	/* ... and terminals */
 
 static void	agent_usage(FILE *);
 static void	agent_options(int, char **);
+static void	agent_shim_options(void);
+static void	agent_shim_start(void);
 static pid_t	agent_spawn_main(char **);
 static void	agent_reap_cb(struct ev_loop *, ev_child *, int);
 static void	agent_signal_cb(struct ev_loop *, ev_signal *, int);
@@ -138,6 +146,11 @@ agent_usage(FILE *f)
 "      --max-log-bytes N   default bytes kept per output stream (64 MiB)\n"
 "      --files-root DIR    the file routes' root: nothing outside it (/)\n"
 "      --workspace DIR     the bridge's workspace (/workspace)\n"
+"      --socket-group G    make the socket 0660 with group G (else 0600)\n"
+"      --shim-listen A:P   run and supervise `tend shim` on ADDR:PORT\n"
+"      --shim-token-file F its token (required with --shim-listen)\n"
+"      --shim-user U       its user (nobody); without --socket-group the\n"
+"                          socket takes U's group\n"
 "  -v, --verbose           debug log lines\n"
 "  -h, --help              this text\n");
 }
@@ -173,6 +186,10 @@ agent_options(int argc, char **argv)
 		{ "max-log-bytes", required_argument, NULL, 'L' },
 		{ "files-root",	   required_argument, NULL, 'R' },
 		{ "workspace",	   required_argument, NULL, 'W' },
+		{ "socket-group",  required_argument, NULL, 'G' },
+		{ "shim-listen",   required_argument, NULL, 'J' },
+		{ "shim-token-file", required_argument, NULL, 'K' },
+		{ "shim-user",	   required_argument, NULL, 'U' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -260,6 +277,18 @@ agent_options(int argc, char **argv)
 			}
 			opt.workspace = optarg;
 			break;
+		case 'G':
+			opt.socket_group = optarg;
+			break;
+		case 'J':
+			opt.shim_listen = optarg;
+			break;
+		case 'K':
+			opt.shim_token_file = optarg;
+			break;
+		case 'U':
+			opt.shim_user = optarg;
+			break;
 		case 'v':
 			opt.verbose = 1;
 			break;
@@ -273,6 +302,63 @@ agent_options(int argc, char **argv)
 	}
 	if (optind < argc)
 		opt.wrapped = argv + optind;
+	agent_shim_options();
+}
+
+/* The supervised shim's options make sense together, or not at all. */
+static void
+agent_shim_options(void)
+{
+	struct sockaddr_storage	ss;
+	socklen_t		len;
+
+	if (opt.shim_user == NULL)
+		opt.shim_user = "nobody";
+	if (opt.shim_listen == NULL)
+		return;
+	if (shim_parse_addr(opt.shim_listen, &ss, &len) == -1) {
+		fprintf(stderr, "tend agent: --shim-listen: not a numeric "
+		    "ADDR:PORT '%s'\n", opt.shim_listen);
+		exit(2);
+	}
+	if (opt.shim_token_file == NULL ||
+	    access(opt.shim_token_file, R_OK) == -1) {
+		fprintf(stderr, "tend agent: --shim-listen needs a readable "
+		    "--shim-token-file\n");
+		exit(2);
+	}
+}
+
+/*
+ * The socket's group (--socket-group, or the shim user's own group when
+ * the agent supervises a shim): 0660.  Then the shim, if any.
+ */
+static void
+agent_shim_start(void)
+{
+	struct shimctl_opts	o;
+	uid_t			uid;
+	gid_t			gid = 0;
+
+	if (opt.shim_listen != NULL && shim_user(opt.shim_user, &uid,
+	    &gid) == -1)
+		fatalx("event=bad_shim_user user=%s", opt.shim_user);
+	if (opt.socket_group != NULL && shim_group(opt.socket_group,
+	    &gid) == -1)
+		fatalx("event=bad_socket_group group=%s", opt.socket_group);
+	if ((opt.socket_group != NULL || opt.shim_listen != NULL) &&
+	    http_socket_share(opt.socket, gid) == -1)
+		fatal("event=socket_group_failed socket=%s", opt.socket);
+	if (opt.shim_listen == NULL)
+		return;
+	memset(&o, 0, sizeof(o));
+	o.exe = "/proc/self/exe";
+	o.listen = opt.shim_listen;
+	o.socket = opt.socket;
+	o.token_file = opt.shim_token_file;
+	o.user = opt.shim_user;
+	o.socket_gid = gid;
+	shimctl_start(loop, &o);
 }
 
 int
@@ -344,6 +430,7 @@ agent_main(int argc, char **argv)
 		fatal("event=listen_failed socket=%s", opt.socket);
 	}
 	http_server_timeouts(api.srv, opt.stuck, opt.head, HTTP_PAUSE_TIMEOUT);
+	agent_shim_start();
 
 	if (opt.wrapped != NULL &&
 	    (main_pid = agent_spawn_main(opt.wrapped)) == -1)
@@ -432,6 +519,11 @@ agent_reap_cb(struct ev_loop *l, ev_child *w, int revents)
 		agent_shutdown();
 		return;
 	}
+	if (shimctl_reaped(w->rpid, w->rstatus)) {
+		if (shutting_down)
+			agent_maybe_done();
+		return;
+	}
 	proc_reaped(&tab, w->rpid, w->rstatus);
 	term_reaped(&terms, w->rpid, w->rstatus);
 }
@@ -461,6 +553,7 @@ agent_shutdown(void)
 	termtab_subscribe(&terms, &term_settled, agent_term_settled);
 	http_stop_accepting(api.srv);
 	http_close_all(api.srv);
+	shimctl_stop();
 	proctab_signal_all(&tab, SIGTERM);
 	/* A terminal's end is a hangup: HUP first, as term_terminate. */
 	termtab_signal_all(&terms, SIGHUP);
@@ -493,7 +586,8 @@ agent_term_settled(struct termtab_sub *s, struct term *t,
 static void
 agent_maybe_done(void)
 {
-	if (tab.nlive > 0 || termtab_live(&terms) > 0)
+	if (tab.nlive > 0 || termtab_live(&terms) > 0 ||
+	    shimctl_alive())
 		return;
 	ev_timer_stop(loop, &grace_timer);
 	ev_break(loop, EVBREAK_ALL);
@@ -518,6 +612,7 @@ agent_grace_cb(struct ev_loop *l, ev_timer *w, int revents)
 		else {
 			proctab_signal_all(&tab, SIGKILL);
 			termtab_signal_all(&terms, SIGKILL);
+			shimctl_kill();
 		}
 		ev_timer_set(w, AGENT_REAP_WAIT, 0.);
 		ev_timer_start(l, w);

@@ -5,5 +5,6 @@
 #define TEND_AGENT_H
 
 int	agent_main(int argc, char **argv);
+int	shim_main(int argc, char **argv);	/* agent/shim.c */
 
 #endif

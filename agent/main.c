@@ -15,6 +15,8 @@ main(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "agent") == 0)
 		return agent_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "shim") == 0)
+		return shim_main(argc - 1, argv + 1);
 	if (argc < 2 && getpid() == 1)
 		return agent_main(argc, argv);
 	return cli_main(argc, argv);

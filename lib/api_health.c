@@ -8,6 +8,7 @@
 
 #include "api.h"
 #include "api_health.h"
+#include "shimctl.h"
 #include "term.h"
 #include "codec.h"
 #include "log.h"
@@ -67,6 +68,7 @@ api_health(struct http_conn *c, struct http_req *r)
 	cJSON_AddNumberToObject(p, "running", st.running);
 	cJSON_AddNumberToObject(p, "total", st.kept);
 	cJSON_AddNumberToObject(j, "terminals", termtab_live(a->terms));
+	shimctl_health(j);
 	http_reply_json(c, 200, j);
 }
 

@@ -337,6 +337,30 @@ http_close_all(struct http_server *srv)
 	}
 }
 
+/* Who connected (SO_PEERCRED): one debug line per accepted client. */
+static void
+http_log_peer(int fd)
+{
+	struct ucred	cr;
+	socklen_t	len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
+		log_debug("event=accepted fd=%d uid=%d gid=%d pid=%d", fd,
+		    (int)cr.uid, (int)cr.gid, (int)cr.pid);
+}
+
+/*
+ * --socket-group: the socket becomes 0660 root:gid.  It was bound 0600,
+ * so it only ever widens, never is more open than asked.
+ */
+int
+http_socket_share(const char *path, gid_t gid)
+{
+	if (chown(path, (uid_t)-1, gid) == -1 || chmod(path, 0660) == -1)
+		return -1;
+	return 0;
+}
+
 static void
 http_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -362,6 +386,7 @@ http_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			http_refuse(fd);
 			continue;
 		}
+		http_log_peer(fd);
 		http_conn_new(srv, fd);
 	}
 }

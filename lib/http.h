@@ -19,6 +19,8 @@
 #ifndef TEND_HTTP_H
 #define TEND_HTTP_H
 
+#include <sys/types.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,6 +73,8 @@ struct http_req {
 
 /* The server. */
 /* Listen on a unix socket; NULL with errno set. */
+/* The socket at path (bound 0600) becomes 0660 with group gid. */
+int	http_socket_share(const char *path, gid_t gid);
 struct http_server *http_server_new(struct ev_loop *, const char *path,
 	    const struct http_route *, void *ctx, int maxconns);
 /* Closes every connection now, telling their owners; frees the server. */

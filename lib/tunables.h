@@ -144,4 +144,14 @@
 #define API_SIGNAL_MAX		64	/* kill's signal: 1..this */
 #define API_BOOT_Q_MAX		64	/* of ?boot=, NUL included */
 
+/* The TCP shim (lib/shim.c, agent/shim.c) and its supervision (lib/shimctl.c). */
+#define SHIM_MAX_CONNS		HTTP_MAX_CONNS	/* client connections at most */
+#define SHIM_BUF		(256 * 1024)	/* bytes in flight, each way */
+#define SHIM_IN_BUF		(64 * 1024)	/* client bytes not yet looked at */
+#define SHIM_HEAD_TIMEOUT	HTTP_HEAD_TIMEOUT	/* s, a head, or no agent yet */
+#define SHIM_TOKEN_MAX		4096		/* bytes of a token */
+#define SHIM_BACKOFF_MIN	1.0		/* s, first restart delay */
+#define SHIM_BACKOFF_MAX	30.0		/* s, the doubling stops here */
+#define SHIM_BACKOFF_RESET	30.0		/* s up: the next delay is the first */
+
 #endif

@@ -1,0 +1,304 @@
+/*
+ * shim.c: `tend shim`, the token-gated TCP front of the agent's socket.
+ *
+ * main reads like a script: parse, read the token, bind, drop to the
+ * unprivileged user (keeping the group that may open the agent's
+ * socket), no_new_privs, the seccomp allow-list, ev_run.  Exit codes: 0
+ * after TERM or INT, 1 when it cannot start, 2 on a usage error.
+ */
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <ev.h>
+#include <seccomp.h>
+
+#include "agent.h"
+#include "fsutil.h"
+#include "log.h"
+#include "shim.h"
+#include "tunables.h"
+
+static struct {
+	const char	*listen;
+	const char	*socket;
+	const char	*token_file;
+	const char	*user;
+	const char	*group;
+	bool		 no_auth;
+	bool		 debug_seccomp;
+	int		 max_conns;
+	int		 verbose;
+} opt;
+
+static char	token[SHIM_TOKEN_MAX + 1];
+static size_t	token_len;
+
+/* Every syscall the shim makes once it serves: nothing else is allowed. */
+static const int shim_syscalls[] = {
+	SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(writev), SCMP_SYS(close),
+	SCMP_SYS(accept4), SCMP_SYS(socket), SCMP_SYS(connect),
+	SCMP_SYS(shutdown), SCMP_SYS(setsockopt), SCMP_SYS(epoll_wait),
+	SCMP_SYS(epoll_pwait), SCMP_SYS(epoll_ctl), SCMP_SYS(brk),
+	SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
+	SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(futex),
+	SCMP_SYS(clock_gettime), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	SCMP_SYS(getpid),
+};
+
+static void
+shim_usage(FILE *f)
+{
+	fprintf(f,
+"usage: tend shim [options]\n"
+"\n"
+"Accept HTTP/1.1 on TCP, require Authorization: Bearer <token> on every\n"
+"request (GET /health excepted), and forward each request unchanged to\n"
+"the agent's unix socket, streaming the reply back.\n"
+"\n"
+"options:\n"
+"  -l, --listen ADDR:PORT  numeric address to listen on (127.0.0.1:8686;\n"
+"                          [::1]:8686 for IPv6)\n"
+"  -S, --socket PATH       the agent's socket (env TEND_SOCKET; /run/tend.sock)\n"
+"  -t, --token-file FILE   the token (else env TEND_TOKEN)\n"
+"      --no-auth           serve without a token\n"
+"  -u, --user USER         run as USER: name, uid or uid:gid (nobody)\n"
+"      --socket-group G    keep group G to reach the socket (default: the\n"
+"                          socket's own group when it is group-writable)\n"
+"      --max-conns N       client connections at most (512)\n"
+"      --debug-seccomp     make a forbidden syscall once serving (dies)\n"
+"  -v, --verbose           debug log lines\n"
+"  -h, --help              this text\n");
+}
+
+static void
+shim_options(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "listen",	   required_argument, NULL, 'l' },
+		{ "socket",	   required_argument, NULL, 'S' },
+		{ "token-file",	   required_argument, NULL, 't' },
+		{ "no-auth",	   no_argument,	      NULL, 'A' },
+		{ "user",	   required_argument, NULL, 'u' },
+		{ "socket-group",  required_argument, NULL, 'G' },
+		{ "max-conns",	   required_argument, NULL, 'C' },
+		{ "debug-seccomp", no_argument,	      NULL, 'D' },
+		{ "verbose",	   no_argument,	      NULL, 'v' },
+		{ "help",	   no_argument,	      NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char	*end;
+	long	 n;
+	int	 ch;
+
+	opt.listen = "127.0.0.1:8686";
+	opt.socket = getenv("TEND_SOCKET") ? getenv("TEND_SOCKET") :
+	    "/run/tend.sock";
+	opt.user = "nobody";
+	opt.max_conns = SHIM_MAX_CONNS;
+	while ((ch = getopt_long(argc, argv, "l:S:t:u:vh", longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'l':
+			opt.listen = optarg;
+			break;
+		case 'S':
+			opt.socket = optarg;
+			break;
+		case 't':
+			opt.token_file = optarg;
+			break;
+		case 'A':
+			opt.no_auth = true;
+			break;
+		case 'u':
+			opt.user = optarg;
+			break;
+		case 'G':
+			opt.group = optarg;
+			break;
+		case 'C':
+			n = strtol(optarg, &end, 10);
+			if (*end != '\0' || end == optarg || n < 1 ||
+			    n > 100000) {
+				fprintf(stderr, "tend shim: --max-conns: "
+				    "invalid value '%s'\n", optarg);
+				exit(2);
+			}
+			opt.max_conns = n;
+			break;
+		case 'D':
+			opt.debug_seccomp = true;
+			break;
+		case 'v':
+			opt.verbose = 1;
+			break;
+		case 'h':
+			shim_usage(stdout);
+			exit(0);
+		default:
+			shim_usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		shim_usage(stderr);
+		exit(2);
+	}
+}
+
+/* The token: a file's trailing newline (or CRLF) is not part of it. */
+static void
+shim_token(void)
+{
+	const char	*env;
+	char		*s = NULL;
+	size_t		 n;
+
+	if (opt.no_auth)
+		return;
+	if (opt.token_file != NULL) {
+		if ((s = fsutil_read(AT_FDCWD, opt.token_file, SHIM_TOKEN_MAX + 2,
+		    &n)) == NULL)
+			fatal("event=token_failed file=%s", opt.token_file);
+	} else if ((env = getenv("TEND_TOKEN")) != NULL) {
+		n = strlen(env);
+		s = strdup(env);
+	} else
+		fatalx("event=no_token msg=\"give --token-file, TEND_TOKEN or "
+		    "--no-auth\"");
+	if (s == NULL)
+		fatal("event=token_failed");
+	if (n > 0 && s[n - 1] == '\n')
+		n--;
+	if (n > 0 && s[n - 1] == '\r')
+		n--;
+	if (n == 0 || n > SHIM_TOKEN_MAX)
+		fatalx("event=bad_token msg=\"empty or longer than %d bytes\"",
+		    SHIM_TOKEN_MAX);
+	memcpy(token, s, n);
+	token_len = n;
+	free(s);
+}
+
+/*
+ * Become the unprivileged user.  Its only supplementary group is the one
+ * that opens the agent's socket (0660 root:G), when there is one.  Not
+ * root: nothing to drop (a test, or a user's own shim).
+ */
+static void
+shim_drop(void)
+{
+	struct stat	st;
+	uid_t		uid;
+	gid_t		gid, sgid;
+	int		ngroups = 0;
+
+	if (geteuid() != 0)
+		return;
+	if (shim_user(opt.user, &uid, &gid) == -1)
+		fatalx("event=bad_user user=%s", opt.user);
+	if (opt.group != NULL) {
+		if (shim_group(opt.group, &sgid) == -1)
+			fatalx("event=bad_group group=%s", opt.group);
+		ngroups = 1;
+	} else if (stat(opt.socket, &st) == 0 && (st.st_mode & 0060) ==
+	    0060) {
+		sgid = st.st_gid;
+		ngroups = 1;
+	}
+	if (setgroups(ngroups, &sgid) == -1 || setresgid(gid, gid, gid) == -1 ||
+	    setresuid(uid, uid, uid) == -1)
+		fatal("event=drop_failed user=%s", opt.user);
+	if (uid != 0 && setuid(0) == 0)
+		fatalx("event=drop_failed msg=\"root came back\"");
+}
+
+static void
+shim_seccomp(void)
+{
+	scmp_filter_ctx	ctx;
+	size_t		i;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		fatal("event=no_new_privs_failed");
+	if ((ctx = seccomp_init(SCMP_ACT_KILL_PROCESS)) == NULL)
+		fatalx("event=seccomp_failed");
+	for (i = 0; i < sizeof(shim_syscalls) / sizeof(shim_syscalls[0]); i++)
+		if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, shim_syscalls[i],
+		    0) < 0)
+			fatalx("event=seccomp_failed syscall=%d",
+			    shim_syscalls[i]);
+	if (seccomp_load(ctx) < 0)
+		fatalx("event=seccomp_failed");
+	seccomp_release(ctx);
+}
+
+static void
+shim_signal_cb(struct ev_loop *loop, ev_signal *w, int revents)
+{
+	(void)w;
+	(void)revents;
+	ev_break(loop, EVBREAK_ALL);
+}
+
+int
+shim_main(int argc, char **argv)
+{
+	struct sockaddr_storage	ss;
+	struct shim_config	cfg;
+	struct ev_loop		*loop;
+	struct shim		*s;
+	ev_signal		 sterm, sint;
+	socklen_t		 sslen;
+	int			 fd;
+
+	shim_options(argc, argv);
+	log_init("tend-shim", opt.verbose);
+	signal(SIGPIPE, SIG_IGN);
+	shim_token();
+	if (shim_parse_addr(opt.listen, &ss, &sslen) == -1) {
+		fprintf(stderr, "tend shim: --listen: not a numeric ADDR:PORT "
+		    "'%s'\n", opt.listen);
+		exit(2);
+	}
+	if ((fd = shim_bind(&ss, sslen)) == -1)
+		fatal("event=listen_failed listen=%s", opt.listen);
+
+	if ((loop = ev_default_loop(EVFLAG_AUTO)) == NULL)
+		fatalx("event=loop_failed");
+	ev_signal_init(&sterm, shim_signal_cb, SIGTERM);
+	ev_signal_start(loop, &sterm);
+	ev_signal_init(&sint, shim_signal_cb, SIGINT);
+	ev_signal_start(loop, &sint);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.socket = opt.socket;
+	cfg.token = opt.no_auth ? NULL : token;
+	cfg.token_len = token_len;
+	cfg.maxconns = opt.max_conns;
+	if ((s = shim_new(loop, fd, &cfg)) == NULL)
+		fatal("event=shim_failed");
+
+	shim_drop();
+	log_info("event=ready pid=%d listen=%s socket=%s uid=%d auth=%s",
+	    (int)getpid(), opt.listen, opt.socket, (int)getuid(),
+	    opt.no_auth ? "none" : "bearer");
+	shim_seccomp();
+	if (opt.debug_seccomp)
+		(void)syscall(SYS_getppid);	/* not on the list: SIGSYS */
+	ev_run(loop, 0);
+	shim_free(s);
+	log_info("event=exit");
+	return 0;
+}

@@ -1,0 +1,36 @@
+/*
+ * shimctl: the agent's supervision of `tend shim` (--shim-listen): start
+ * it, restart it with backoff when it dies, stop it at shutdown, report
+ * it in /v1/health.  One shim per agent.
+ */
+#ifndef TEND_SHIMCTL_H
+#define TEND_SHIMCTL_H
+
+#include <sys/types.h>
+
+#include <stdbool.h>
+
+#include <cjson/cJSON.h>
+#include <ev.h>
+
+struct shimctl_opts {
+	const char	*exe;		/* this binary */
+	const char	*listen;
+	const char	*socket;
+	const char	*token_file;
+	const char	*user;
+	gid_t		 socket_gid;	/* the group the shim keeps */
+};
+
+/* Start the shim (a failed start is retried like a death). */
+void	shimctl_start(struct ev_loop *, const struct shimctl_opts *);
+/* From the reap loop: true when pid was the shim's (restart scheduled). */
+bool	shimctl_reaped(pid_t pid, int status);
+/* Shutdown: TERM it and never restart; KILL what is left. */
+void	shimctl_stop(void);
+void	shimctl_kill(void);
+bool	shimctl_alive(void);
+/* "shim":{state, pid, restarts, listen} into a health object, if any. */
+void	shimctl_health(cJSON *);
+
+#endif
