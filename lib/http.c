@@ -1107,12 +1107,13 @@ on_headers_complete(http_parser *p)
 		return -1;
 	if (buf_add(&ps->url, "", 1) == -1)
 		return -1;
+	/* Even the error a HEAD gets has no body: its client reads none. */
+	c->req_head = p->method == HTTP_HEAD;
 	if (p->http_major != 1 || p->http_minor > 1) {
 		ps->bad_version = true;
 		return -1;
 	}
 	c->req.method = http_method_str(p->method);
-	c->req_head = p->method == HTTP_HEAD;
 	c->req_http10 = p->http_minor == 0;
 	ps->keepalive = http_should_keep_alive(p);
 	if (http_req_route(c) == -1)

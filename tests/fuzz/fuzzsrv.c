@@ -13,6 +13,7 @@
 #include <sys/un.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,13 @@ struct fuzzsrv_client {
 	http_parser	 parser;
 	int		 responses;
 	size_t		 received;
+	/*
+	 * The requests as the server reads them, so that a reply to HEAD is
+	 * read without its body: bit i of heads is request i's.
+	 */
+	http_parser	 reqp;
+	uint64_t	 heads;
+	int		 nreq, nreplied;
 	bool		 wclosed;	/* the server stopped taking input */
 	bool		 upgraded;	/* after a 101: another protocol */
 	bool		 eof;
@@ -48,6 +56,8 @@ static void	fuzzsrv_cleanup(void);
 static void	fuzzsrv_fail(const char *, const char *, size_t)
 		    __attribute__((noreturn));
 static int	fuzzsrv_on_complete(http_parser *);
+static int	fuzzsrv_on_head(http_parser *);
+static int	fuzzsrv_on_req_head(http_parser *);
 static void	fuzzsrv_check(struct fuzzsrv_client *, const char *, size_t);
 static void	fuzzsrv_drain(struct fuzzsrv_client *);
 static void	fuzzsrv_turn(struct fuzzsrv_client *);
@@ -55,7 +65,12 @@ static void	fuzzsrv_write(struct fuzzsrv_client *, const uint8_t *, size_t);
 static int	fuzzsrv_cuts(size_t, const struct fuzzsrv_opts *, size_t *);
 
 static const http_parser_settings fuzzsrv_settings = {
+	.on_headers_complete = fuzzsrv_on_head,
 	.on_message_complete = fuzzsrv_on_complete,
+};
+
+static const http_parser_settings fuzzsrv_req_settings = {
+	.on_headers_complete = fuzzsrv_on_req_head,
 };
 
 static void
@@ -65,6 +80,12 @@ fuzzsrv_cleanup(void)
 		unlink(fuzzsrv_path);
 	if (fuzzsrv_dir[0] != '\0')
 		rmdir(fuzzsrv_dir);
+}
+
+const char *
+fuzzsrv_socket_path(void)
+{
+	return fuzzsrv_path;
 }
 
 void
@@ -112,6 +133,31 @@ fuzzsrv_on_complete(http_parser *p)
 
 	cl->responses++;
 	return 0;
+}
+
+/* A request the server will answer: remember whether it is HEAD. */
+static int
+fuzzsrv_on_req_head(http_parser *p)
+{
+	struct fuzzsrv_client	*cl = p->data;
+
+	if (cl->nreq < 64 && p->method == HTTP_HEAD)
+		cl->heads |= 1ULL << cl->nreq;
+	cl->nreq++;
+	return 0;
+}
+
+/* A final reply to HEAD has no body (1 tells http_parser so). */
+static int
+fuzzsrv_on_head(http_parser *p)
+{
+	struct fuzzsrv_client	*cl = p->data;
+	int			 i;
+
+	if (p->status_code < 200)
+		return 0;
+	i = cl->nreplied++;
+	return i < 64 && (cl->heads >> i & 1) ? 1 : 0;
 }
 
 static void
@@ -192,6 +238,9 @@ fuzzsrv_write(struct fuzzsrv_client *cl, const uint8_t *d, size_t n)
 	while (n > 0 && !cl->wclosed) {
 		w = send(cl->fd, d, n, MSG_NOSIGNAL);
 		if (w > 0) {
+			if (HTTP_PARSER_ERRNO(&cl->reqp) == HPE_OK)
+				(void)http_parser_execute(&cl->reqp,
+				    &fuzzsrv_req_settings, (const char *)d, w);
 			d += w;
 			n -= w;
 			stall = 0;
@@ -245,14 +294,23 @@ fuzzsrv_exchange(const uint8_t *d, size_t n, const struct fuzzsrv_opts *o)
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	memcpy(sun.sun_path, fuzzsrv_path, strlen(fuzzsrv_path));
-	cl.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (cl.fd == -1 ||
-	    connect(cl.fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+	/*
+	 * Connected before it is made non-blocking: a TCP connect to a
+	 * proxy in this thread completes in the kernel's backlog.
+	 */
+	cl.fd = socket(o->to != NULL ? o->to->sa_family : AF_UNIX,
+	    SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (cl.fd == -1 || (o->to != NULL ?
+	    connect(cl.fd, o->to, o->tolen) :
+	    connect(cl.fd, (struct sockaddr *)&sun, sizeof(sun))) == -1 ||
+	    fcntl(cl.fd, F_SETFL, O_NONBLOCK) == -1) {
 		perror("fuzzsrv: connect");
 		abort();
 	}
 	http_parser_init(&cl.parser, HTTP_RESPONSE);
 	cl.parser.data = &cl;
+	http_parser_init(&cl.reqp, HTTP_REQUEST);
+	cl.reqp.data = &cl;
 
 	k = fuzzsrv_cuts(n, o, cut);
 	for (i = 0; i < k && !cl.wclosed && !cl.eof; i++)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "http.h"
 
@@ -22,11 +23,16 @@ struct fuzzsrv_opts {
 	bool		 halfclose;	/* shutdown(SHUT_WR), read to EOF */
 	int		 want;		/* responses that end the wait; 0: none */
 	int		 spins;		/* loop turns to wait for replies */
+	/* Connect here instead of the server's unix socket (a proxy). */
+	const struct sockaddr	*to;
+	socklen_t		 tolen;
 };
 
 extern struct ev_loop		*fuzzsrv_loop;
 extern struct http_server	*fuzzsrv_srv;
 
+/* The server's unix socket, for a proxy in front of it. */
+const char *fuzzsrv_socket_path(void);
 /* Listen with these routes; aborts on failure (before any input). */
 void	fuzzsrv_start(const struct http_route *, void *ctx);
 /*
