@@ -6,12 +6,12 @@ OPT	?= -O2 -g
 CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -iquote lib \
 	   -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith
-# libev, http-parser, nettle and libarchive (with zlib, for gzip) link
-# statically (fewer pages mapped at start, smaller idle RSS; libarchive's
+# libev, http-parser, nettle, libseccomp and libarchive (with zlib, for
+# gzip) link statically (fewer pages mapped at start, smaller idle RSS; libarchive's
 # shared library would map libxml2, ICU and libstdc++ into PID 1 and the
 # image: only the tar objects lib/tar.c calls are linked, see there);
 # Debian ships cJSON as a shared library only.
-LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -larchive -lz -lnettle -Wl,-Bdynamic -lcjson -lm
+LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -larchive -lz -lnettle -lseccomp -Wl,-Bdynamic -lcjson -lm
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
 LIB_SRC   := $(wildcard lib/*.c)
@@ -39,6 +39,7 @@ AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/%.o)
 DEPS_buf	:=
 DEPS_log	:=
 DEPS_fsutil	:=
+DEPS_user	:=
 DEPS_pty	:=
 DEPS_codec	:= buf
 DEPS_cursor	:= codec
@@ -54,7 +55,7 @@ DEPS_boot	:= codec fsutil log record
 DEPS_proc	:= boot buf codec log logstore record spawn
 DEPS_api_bridge	:=
 DEPS_follow	:= codec cursor log logstore proc
-DEPS_api	:= api_bridge boot codec http proc
+DEPS_api	:= api_bridge boot codec http proc spawn user
 DEPS_api_proc	:= api http log proc record
 DEPS_api_output	:= api buf codec follow http logstore proc record
 DEPS_api_exec	:= api api_output buf codec http logstore proc

@@ -38,6 +38,7 @@
 #include "proc.h"
 #include "spawn.h"
 #include "term.h"
+#include "user.h"
 
 extern char **environ;
 
@@ -68,6 +69,7 @@ static struct {
 	const char	*statedir;
 	const char	*files_root;
 	const char	*workspace;
+	const char	*default_user;	/* NULL: root, unless a request says */
 	double		 grace;
 	int		 keep_boots;
 	int		 keep_exited;
@@ -138,6 +140,8 @@ agent_usage(FILE *f)
 "      --max-log-bytes N   default bytes kept per output stream (64 MiB)\n"
 "      --files-root DIR    the file routes' root: nothing outside it (/)\n"
 "      --workspace DIR     the bridge's workspace (/workspace)\n"
+"      --default-user USER processes run as USER (name, uid or uid:gid)\n"
+"                          when a request names none (root)\n"
 "  -v, --verbose           debug log lines\n"
 "  -h, --help              this text\n");
 }
@@ -173,12 +177,14 @@ agent_options(int argc, char **argv)
 		{ "max-log-bytes", required_argument, NULL, 'L' },
 		{ "files-root",	   required_argument, NULL, 'R' },
 		{ "workspace",	   required_argument, NULL, 'W' },
+		{ "default-user",  required_argument, NULL, 'U' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char	*end;
-	int	 ch;
+	struct user_id	 u;
+	char		*end;
+	int		 ch;
 
 	opt.socket = getenv("TEND_SOCKET") ? getenv("TEND_SOCKET") :
 	    "/run/tend.sock";
@@ -260,6 +266,15 @@ agent_options(int argc, char **argv)
 			}
 			opt.workspace = optarg;
 			break;
+		case 'U':
+			if (user_parse(optarg, &u) == -1) {
+				fprintf(stderr, "tend agent: --default-user: "
+				    "'%s': %s\n", optarg, errno == ENOENT ?
+				    "no such user" : strerror(errno));
+				exit(2);
+			}
+			opt.default_user = optarg;
+			break;
 		case 'v':
 			opt.verbose = 1;
 			break;
@@ -324,6 +339,7 @@ agent_main(int argc, char **argv)
 	api.tab = &tab;
 	api.terms = &terms;
 	api.started_mono = t0;
+	api.default_user = opt.default_user;
 	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
 		fatal("event=files_root_failed dir=%s", opt.files_root);
 	api.files = &files;

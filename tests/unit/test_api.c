@@ -31,7 +31,7 @@ launch(const char *body, bool exec)
 		ck_assert_int_ne(e.status, 0);
 		return e;
 	}
-	if (api_launch_opts(j, exec, &o, &argv, &env, &e) == 0)
+	if (api_launch_opts(j, exec, NULL, &o, &argv, &env, &e) == 0)
 		e.status = 0;
 	api_launch_free(argv, env);
 	cJSON_Delete(j);
@@ -225,7 +225,7 @@ START_TEST(user_vectors)
 	refused("{\"argv\":[\"a\"],\"user\":\"no-such-user-here\"}", 400,
 	    "user");
 	j = cJSON_Parse("{\"argv\":[\"a\"],\"user\":\"root\"}");
-	ck_assert_int_eq(api_launch_opts(j, false, &o, &argv, &env, &e), 0);
+	ck_assert_int_eq(api_launch_opts(j, false, NULL, &o, &argv, &env, &e), 0);
 	ck_assert(o.has_user);
 	ck_assert_int_eq(o.uid, 0);
 	ck_assert_str_eq(o.user, "root");
