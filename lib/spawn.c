@@ -511,9 +511,11 @@ spawn_child(const struct spawn_opts *o, int errfd)
 	if (o->cwd != NULL && chdir(o->cwd) == -1)
 		goto fail;
 	/*
-	 * The filter goes on while the child is still root, so that it
-	 * needs no no_new_privs (which a request may not want); it denies
-	 * nothing the steps after it make.
+	 * The filter goes on while the child still has the agent's
+	 * privileges: without no_new_privs the kernel takes a filter only
+	 * from CAP_SYS_ADMIN, and a request may not want no_new_privs (set
+	 * first when it does, so that an agent without that capability can
+	 * still filter).  It denies nothing the steps after it make.
 	 */
 	f.stage = SPAWN_STAGE_CONFINE;
 	if (c != NULL && c->nonet && spawn_child_nonet() == -1)
@@ -521,14 +523,14 @@ spawn_child(const struct spawn_opts *o, int errfd)
 	f.stage = SPAWN_STAGE_RUN;
 	if (c != NULL && spawn_child_rlimits(c) == -1)
 		goto fail;
+	if (c != NULL && c->nonewprivs &&
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		goto fail;
 	f.stage = SPAWN_STAGE_CONFINE;
 	if (c != NULL && c->seccomp && spawn_child_seccomp() == -1)
 		goto fail;
 	f.stage = SPAWN_STAGE_RUN;
 	if (o->has_user && spawn_child_user(o) == -1)
-		goto fail;
-	if (c != NULL && c->nonewprivs &&
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		goto fail;
 	environ = (char **)o->envp;
 	execvp(o->argv[0], o->argv);

@@ -35,8 +35,9 @@ extern const char *const spawn_rlimit_names[SPAWN_NRLIM];
 
 /*
  * Confinement a request asks for, applied by the child between fork and
- * exec in this order: network namespace, rlimits, seccomp filter (while
- * still privileged, so it needs no no_new_privs), user, no_new_privs.
+ * exec in this order: network namespace, rlimits, no_new_privs, seccomp
+ * filter (before the user: still privileged, it needs no no_new_privs),
+ * user.
  */
 struct spawn_confine {
 	bool		 nonewprivs;	/* PR_SET_NO_NEW_PRIVS */
