@@ -486,8 +486,11 @@ spawn_fork(const struct spawn_opts *o, bool *failed)
 /*
  * In the child, between fork and exec.  Only async-signal-safe calls
  * until exec (initgroups is the documented exception: it reads the group
- * database, which is safe after fork in a single-threaded parent).  A
- * failure is reported through errfd as an errno, then _exit(127).
+ * database, which is safe after fork in a single-threaded parent).  The
+ * seccomp filter is why spawn_start builds it before fork: libseccomp
+ * allocates while it generates BPF, so the child only hands the finished
+ * program to prctl.  A failure is reported through errfd as its stage
+ * and errno, then _exit(127).
  */
 static _Noreturn void
 spawn_child(const struct spawn_opts *o, int errfd)
