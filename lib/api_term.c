@@ -207,7 +207,8 @@ api_term_confine(const cJSON *j, const char *defuser, struct term_opts *o,
 
 /*
  * The body of POST /v1/terminals: {"argv","cwd","env","cols","rows"}
- * (the bridge's rules) and tend's "id", "user", "bufferSize".
+ * (the bridge's rules) and tend's "id", "bufferSize", and "user" with
+ * the confinement fields (api_confine_opts).
  */
 static int
 api_term_opts(const cJSON *j, const char *defuser, struct term_opts *o,
