@@ -6,8 +6,8 @@ OPT	?= -O2 -g
 CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -iquote lib \
 	   -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith
-# libev, http-parser, nettle and libarchive (with zlib, for gzip) link
-# statically (fewer pages mapped at start, smaller idle RSS; libarchive's
+# libev, http-parser, nettle, libseccomp and libarchive (with zlib, for
+# gzip) link statically (fewer pages mapped at start, smaller idle RSS; libarchive's
 # shared library would map libxml2, ICU and libstdc++ into PID 1 and the
 # image: only the tar objects lib/tar.c calls are linked, see there);
 # libseccomp too (only `tend shim` calls it);
@@ -40,6 +40,7 @@ AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/%.o)
 DEPS_buf	:=
 DEPS_log	:=
 DEPS_fsutil	:=
+DEPS_user	:=
 DEPS_pty	:=
 DEPS_codec	:= buf
 DEPS_cursor	:= codec
@@ -55,7 +56,7 @@ DEPS_boot	:= codec fsutil log record
 DEPS_proc	:= boot buf codec log logstore record spawn
 DEPS_api_bridge	:=
 DEPS_follow	:= codec cursor log logstore proc
-DEPS_api	:= api_bridge boot codec http proc
+DEPS_api	:= api_bridge boot codec http proc spawn user
 DEPS_api_proc	:= api http log proc record
 DEPS_api_output	:= api buf codec follow http logstore proc record
 DEPS_api_exec	:= api api_output buf codec http logstore proc
@@ -187,7 +188,7 @@ FUZZ_SECONDS	?= 30
 FUZZ_TARGETS	:= codec http json
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
-FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lcjson -larchive -lm
+FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lm
 FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o)
 
 .PHONY: fuzz

@@ -40,6 +40,7 @@
 #include "shimctl.h"
 #include "spawn.h"
 #include "term.h"
+#include "user.h"
 
 extern char **environ;
 
@@ -70,6 +71,7 @@ static struct {
 	const char	*statedir;
 	const char	*files_root;
 	const char	*workspace;
+	const char	*default_user;	/* NULL: root, unless a request says */
 	double		 grace;
 	int		 keep_boots;
 	int		 keep_exited;
@@ -151,6 +153,8 @@ agent_usage(FILE *f)
 "      --shim-token-file F its token (required with --shim-listen)\n"
 "      --shim-user U       its user (nobody); without --socket-group the\n"
 "                          socket takes U's group\n"
+"      --default-user USER processes run as USER (name, uid or uid:gid)\n"
+"                          when a request names none (root)\n"
 "  -v, --verbose           debug log lines\n"
 "  -h, --help              this text\n");
 }
@@ -190,12 +194,14 @@ agent_options(int argc, char **argv)
 		{ "shim-listen",   required_argument, NULL, 'J' },
 		{ "shim-token-file", required_argument, NULL, 'K' },
 		{ "shim-user",	   required_argument, NULL, 'U' },
+		{ "default-user",  required_argument, NULL, 'Y' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char	*end;
-	int	 ch;
+	struct user_id	 u;
+	char		*end;
+	int		 ch;
 
 	opt.socket = getenv("TEND_SOCKET") ? getenv("TEND_SOCKET") :
 	    "/run/tend.sock";
@@ -288,6 +294,15 @@ agent_options(int argc, char **argv)
 			break;
 		case 'U':
 			opt.shim_user = optarg;
+			break;
+		case 'Y':
+			if (user_parse(optarg, &u) == -1) {
+				fprintf(stderr, "tend agent: --default-user: "
+				    "'%s': %s\n", optarg, errno == ENOENT ?
+				    "no such user" : strerror(errno));
+				exit(2);
+			}
+			opt.default_user = optarg;
 			break;
 		case 'v':
 			opt.verbose = 1;
@@ -410,6 +425,7 @@ agent_main(int argc, char **argv)
 	api.tab = &tab;
 	api.terms = &terms;
 	api.started_mono = t0;
+	api.default_user = opt.default_user;
 	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
 		fatal("event=files_root_failed dir=%s", opt.files_root);
 	api.files = &files;

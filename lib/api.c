@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include "api_bridge.h"
 #include "boot.h"
 #include "codec.h"
+#include "user.h"
 
 static struct http_route	api_routes[API_ROUTES_MAX + 1];
 static struct http_route	api_bridge_routes[API_ROUTES_MAX + 1];
@@ -296,43 +296,123 @@ api_opt_tags(const cJSON *f, struct proc_opts *o, struct api_err *e)
 	return 0;
 }
 
-/* user: a name or a uid (number, or digits in a string) that exists. */
-static int
-api_opt_user(const cJSON *f, struct proc_opts *o, struct api_err *e)
-{
-	struct passwd	*pw = NULL;
-	char		*end;
-	long		 uid;
+/* ------------------------------------------------------------------ */
+/* Confinement: launch, exec and terminals */
 
-	if (cJSON_IsString(f) && f->valuestring[0] != '\0') {
-		uid = strtol(f->valuestring, &end, 10);
-		if (*end == '\0' && uid >= 0)
-			pw = getpwuid((uid_t)uid);
-		else
-			pw = getpwnam(f->valuestring);
-	} else if (api_integer(f, 0, API_UID_MAX)) {
-		uid = (long)f->valuedouble;
-		pw = getpwuid((uid_t)uid);
-	} else {
-		api_err_invalid(e, "user", "must be a user name or uid");
+/*
+ * user: a name, a uid or "uid:gid" (string), or a uid (number); a
+ * numeric one needs no passwd entry.  Absent: defuser, if any.
+ */
+static int
+api_opt_user(const cJSON *j, const char *defuser, struct api_confine *c,
+    struct api_err *e)
+{
+	const cJSON	*f;
+	struct user_id	 u;
+	int		 rc;
+
+	f = cJSON_GetObjectItemCaseSensitive(j, "user");
+	if (f == NULL && defuser == NULL)
+		return 0;
+	if (f == NULL)
+		rc = user_parse(defuser, &u);
+	else if (cJSON_IsString(f))
+		rc = user_parse(f->valuestring, &u);
+	else if (api_integer(f, 0, API_UID_MAX))
+		rc = user_by_uid((uid_t)f->valuedouble, &u);
+	else
+		rc = -1, errno = EINVAL;
+	if (rc == -1) {
+		api_err_invalid(e, "user", errno == ENOENT ? "no such user" :
+		    errno == EINVAL ? "must be a user name, uid or uid:gid" :
+		    strerror(errno));
 		return -1;
 	}
-	if (pw == NULL) {
-		api_err_invalid(e, "user", "no such user");
-		return -1;
-	}
-	o->has_user = true;
-	o->uid = pw->pw_uid;
-	o->gid = pw->pw_gid;
-	/* initgroups wants the name; keep it past getpw*'s buffer. */
-	if (snprintf(o->user_name, sizeof(o->user_name), "%s",
-	    pw->pw_name) >= (int)sizeof(o->user_name)) {
-		api_err_invalid(e, "user", "user name too long");
-		return -1;
-	}
-	o->user = o->user_name;
+	c->has_user = true;
+	c->uid = u.uid;
+	c->gid = u.gid;
+	memcpy(c->user, u.name, sizeof(c->user));
 	return 0;
 }
+
+/* "rlimits": {"nofile","nproc","as","cpu","fsize"}, whole numbers >= 0. */
+static int
+api_opt_rlimits(const cJSON *f, struct spawn_confine *sc, struct api_err *e)
+{
+	const cJSON	*el;
+	int		 i;
+
+	if (!cJSON_IsObject(f)) {
+		api_err_invalid(e, "rlimits", "must be an object of numbers");
+		return -1;
+	}
+	cJSON_ArrayForEach(el, f) {
+		for (i = 0; i < SPAWN_NRLIM; i++)
+			if (strcmp(el->string, spawn_rlimit_names[i]) == 0)
+				break;
+		if (i == SPAWN_NRLIM) {
+			api_err_set(e, 400, "invalid_request", "rlimits",
+			    "rlimits: unknown limit '%.64s' (nofile, nproc, "
+			    "as, cpu, fsize)", el->string);
+			return -1;
+		}
+		if (!api_integer(el, 0, API_RLIMIT_MAX)) {
+			api_err_set(e, 400, "invalid_request", "rlimits",
+			    "rlimits: %s must be a whole number >= 0",
+			    el->string);
+			return -1;
+		}
+		sc->has_rlim[i] = true;
+		sc->rlim[i] = (rlim_t)el->valuedouble;
+	}
+	return 0;
+}
+
+/* "noNewPrivs", "seccomp", "network", "rlimits". */
+static int
+api_opt_confine(const cJSON *j, struct spawn_confine *sc, struct api_err *e)
+{
+	const cJSON	*f;
+
+	if ((f = cJSON_GetObjectItemCaseSensitive(j, "noNewPrivs")) != NULL) {
+		if (!cJSON_IsBool(f)) {
+			api_err_invalid(e, "noNewPrivs", "must be a boolean");
+			return -1;
+		}
+		sc->nonewprivs = cJSON_IsTrue(f);
+	}
+	if ((f = cJSON_GetObjectItemCaseSensitive(j, "seccomp")) != NULL) {
+		if (!cJSON_IsString(f) || strcmp(f->valuestring, "default")) {
+			api_err_invalid(e, "seccomp", "must be \"default\"");
+			return -1;
+		}
+		sc->seccomp = true;
+	}
+	if ((f = cJSON_GetObjectItemCaseSensitive(j, "network")) != NULL) {
+		if (!cJSON_IsString(f) || strcmp(f->valuestring, "none")) {
+			api_err_invalid(e, "network", "must be \"none\"");
+			return -1;
+		}
+		sc->nonet = true;
+	}
+	if ((f = cJSON_GetObjectItemCaseSensitive(j, "rlimits")) != NULL &&
+	    api_opt_rlimits(f, sc, e) == -1)
+		return -1;
+	return 0;
+}
+
+int
+api_confine_opts(const cJSON *j, const char *defuser, struct api_confine *c,
+    struct api_err *e)
+{
+	memset(c, 0, sizeof(*c));
+	if (api_opt_user(j, defuser, c, e) == -1)
+		return -1;
+	return api_opt_confine(j, &c->sc, e);
+}
+
+/* ------------------------------------------------------------------ */
+/* The launch body, continued */
 
 /* A time in ms: > 0 (timeout) or >= 0 (killGrace), at most PROC_MS_MAX. */
 static int
@@ -407,10 +487,11 @@ api_opt_scalars(const cJSON *j, bool exec, struct proc_opts *o,
  * body with several faults is refused for the same one.
  */
 int
-api_launch_opts(const cJSON *j, bool exec, struct proc_opts *o,
-    char ***argvbuf, char ***envbuf, struct api_err *e)
+api_launch_opts(const cJSON *j, bool exec, const char *defuser,
+    struct proc_opts *o, char ***argvbuf, char ***envbuf, struct api_err *e)
 {
-	const cJSON	*f;
+	struct api_confine	 c;
+	const cJSON		*f;
 
 	memset(o, 0, sizeof(*o));
 	*argvbuf = *envbuf = NULL;
@@ -436,9 +517,14 @@ api_launch_opts(const cJSON *j, bool exec, struct proc_opts *o,
 	if ((f = cJSON_GetObjectItemCaseSensitive(j, "tags")) != NULL &&
 	    api_opt_tags(f, o, e) == -1)
 		return -1;
-	if ((f = cJSON_GetObjectItemCaseSensitive(j, "user")) != NULL &&
-	    api_opt_user(f, o, e) == -1)
+	if (api_confine_opts(j, defuser, &c, e) == -1)
 		return -1;
+	o->has_user = c.has_user;
+	o->uid = c.uid;
+	o->gid = c.gid;
+	memcpy(o->user_name, c.user, sizeof(o->user_name));
+	o->user = o->user_name[0] != '\0' ? o->user_name : NULL;
+	o->confine = c.sc;
 	return 0;
 }
 
@@ -527,7 +613,11 @@ api_reply_spawn_error(struct http_conn *c, bool spawn_failed, int err,
 		    strerror(err));
 		cJSON_AddStringToObject(j, "errno", codec_errno_name(err));
 		http_reply_json(c, 422, j);
-	} else if (err == EEXIST)
+	} else if (err == EOPNOTSUPP)
+		http_reply_error(c, 422, "isolation_unavailable", "the agent "
+		    "cannot confine the process as asked (network namespace or "
+		    "seccomp: no capability or no kernel support); not run");
+	else if (err == EEXIST)
 		http_reply_error(c, 409, "id_taken", "id '%s' is already "
 		    "taken in this boot", id ? id : "");
 	else if (err == EAGAIN)

@@ -28,6 +28,7 @@ struct api {
 	struct api_files	*files;		/* api_files.c's roots */
 	struct termtab		*terms;
 	struct http_server	*srv;
+	const char		*default_user;	/* --default-user, or NULL */
 	int64_t			 started_mono;	/* ms */
 	uint64_t		 followers;	/* active log streams */
 };
@@ -74,10 +75,26 @@ struct proc *api_proc(struct api *, struct http_req *, struct api_err *);
 /*
  * Parse a launch body into opts (pointers into j; *envbuf and *argvbuf
  * to be freed with api_launch_free, also after -1).  exec: "stdin" is
- * data, not a mode.
+ * data, not a mode.  defuser: the user when the body names none, or NULL.
  */
-int	api_launch_opts(const cJSON *j, bool exec, struct proc_opts *,
-	    char ***argvbuf, char ***envbuf, struct api_err *);
+int	api_launch_opts(const cJSON *j, bool exec, const char *defuser,
+	    struct proc_opts *, char ***argvbuf, char ***envbuf,
+	    struct api_err *);
+
+/* The account and confinement a body asks for (launch, exec, terminals). */
+struct api_confine {
+	bool			 has_user;
+	uid_t			 uid;
+	gid_t			 gid;
+	char			 user[USER_NAME_MAX];	/* its name, or "" */
+	struct spawn_confine	 sc;
+};
+/*
+ * j's "user" (or defuser when it has none), "noNewPrivs", "seccomp",
+ * "network" and "rlimits" into *c: 0, or -1 with 400 naming the field.
+ */
+int	api_confine_opts(const cJSON *j, const char *defuser,
+	    struct api_confine *c, struct api_err *);
 void	api_launch_free(char **argv, char **env);
 /*
  * A request body as JSON: well-formed UTF-8, one JSON value and nothing

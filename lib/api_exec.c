@@ -184,7 +184,8 @@ api_exec(struct http_conn *c, struct http_req *r)
 
 	if (api_pin(api_of(c), r, false, &fd, &e) != 0 ||
 	    (j = api_parse_body(r->body.data, r->body.len, &e)) == NULL ||
-	    api_launch_opts(j, true, &o, &argv, &env, &e) == -1 ||
+	    api_launch_opts(j, true, api_of(c)->default_user, &o, &argv, &env,
+	    &e) == -1 ||
 	    api_exec_opts(j, &in, &max, &e) == -1) {
 		api_reply_err(c, &e);
 		goto out;

@@ -152,7 +152,8 @@ api_launch(struct http_conn *c, struct http_req *r)
 		api_reply_err(c, &e);
 		return;
 	}
-	if (api_launch_opts(j, false, &o, &argv, &env, &e) == -1)
+	if (api_launch_opts(j, false, api_of(c)->default_user, &o, &argv,
+	    &env, &e) == -1)
 		api_reply_err(c, &e);
 	else if ((p = proc_spawn(api_of(c)->tab, &o, &failed, &err)) == NULL)
 		api_reply_spawn_error(c, failed, err, o.id);

@@ -6,7 +6,6 @@
 #include <sys/types.h>
 
 #include <errno.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +36,12 @@ static int	api_term_dims(const cJSON *, unsigned int *, unsigned int *,
 		    struct api_term_err *);
 static int	api_term_strv(const cJSON *, char ***, struct api_term_err *);
 static int	api_term_env(const cJSON *, char ***, struct api_term_err *);
-static int	api_term_user(const cJSON *, struct term_opts *, char *,
-		    size_t, struct api_term_err *);
-static int	api_term_opts(const cJSON *, struct term_opts *, char ***,
-		    char ***, char *, size_t, struct api_term_err *);
+static int	api_term_confine(const cJSON *, const char *,
+		    struct term_opts *, struct api_confine *,
+		    struct api_term_err *);
+static int	api_term_opts(const cJSON *, const char *, struct term_opts *,
+		    char ***, char ***, struct api_confine *,
+		    struct api_term_err *);
 static void	api_term_reply_err(struct http_conn *,
 		    const struct api_term_err *);
 static void	api_term_free_vec(char **, char **);
@@ -183,44 +184,36 @@ api_term_env(const cJSON *f, char ***envbuf, struct api_term_err *e)
 	return 0;
 }
 
-/* user: a name or a uid (string or number), found in the passwd database. */
+/* "user" and the confinement fields, by the rules of a launch (api.c). */
 static int
-api_term_user(const cJSON *f, struct term_opts *o, char *name, size_t n,
-    struct api_term_err *e)
+api_term_confine(const cJSON *j, const char *defuser, struct term_opts *o,
+    struct api_confine *c, struct api_term_err *e)
 {
-	struct passwd	*pw = NULL;
-	char		*end;
-	long		 uid;
+	struct api_err	ae;
 
-	if (cJSON_IsString(f) && f->valuestring[0] != '\0') {
-		uid = strtol(f->valuestring, &end, 10);
-		pw = *end == '\0' && uid >= 0 ? getpwuid((uid_t)uid) :
-		    getpwnam(f->valuestring);
-	} else if (api_integer(f, 0, 4294967294.0))
-		pw = getpwuid((uid_t)f->valuedouble);
-	else
-		return api_term_err(e, 400, "invalid_request", "user",
-		    "must be a user name or uid");
-	if (pw == NULL)
-		return api_term_err(e, 400, "invalid_request", "user",
-		    "no such user");
-	if (snprintf(name, n, "%s", pw->pw_name) >= (int)n)
-		return api_term_err(e, 400, "invalid_request", "user",
-		    "user name too long");
-	o->has_user = true;
-	o->uid = pw->pw_uid;
-	o->gid = pw->pw_gid;
-	o->user = name;
+	if (api_confine_opts(j, defuser, c, &ae) == -1) {
+		api_term_err(e, ae.status, ae.code, ae.field, "");
+		snprintf(e->msg, sizeof(e->msg), "%.*s", (int)sizeof(e->msg) - 1,
+		    ae.message);
+		return -1;
+	}
+	o->has_user = c->has_user;
+	o->uid = c->uid;
+	o->gid = c->gid;
+	o->user = c->user[0] != '\0' ? c->user : NULL;
+	o->confine = c->sc;
 	return 0;
 }
 
 /*
  * The body of POST /v1/terminals: {"argv","cwd","env","cols","rows"}
- * (the bridge's rules) and tend's "id", "user", "bufferSize".
+ * (the bridge's rules) and tend's "id", "bufferSize", and "user" with
+ * the confinement fields (api_confine_opts).
  */
 static int
-api_term_opts(const cJSON *j, struct term_opts *o, char ***argvbuf,
-    char ***envbuf, char *user, size_t n, struct api_term_err *e)
+api_term_opts(const cJSON *j, const char *defuser, struct term_opts *o,
+    char ***argvbuf, char ***envbuf, struct api_confine *c,
+    struct api_term_err *e)
 {
 	const cJSON	*f;
 
@@ -261,10 +254,7 @@ api_term_opts(const cJSON *j, struct term_opts *o, char ***argvbuf,
 			    "within the agent's cap");
 		o->keep = (uint64_t)f->valuedouble;
 	}
-	if ((f = cJSON_GetObjectItemCaseSensitive(j, "user")) != NULL &&
-	    api_term_user(f, o, user, n, e) == -1)
-		return -1;
-	return 0;
+	return api_term_confine(j, defuser, o, c, e);
 }
 
 static void
@@ -360,14 +350,16 @@ api_term_create(struct http_conn *c, struct http_req *r)
 	struct api_term_err	 e;
 	struct term_opts	 o;
 	struct term		*t;
-	char			**argv, **env, user[256];
+	struct api_confine	 ac;
+	char			**argv, **env;
 	cJSON			*j;
 	bool			 failed;
 	int			 fd, err;
 
 	if (api_term_pin(c, r, false, &fd) != 0 || (j = api_term_body(c, r)) == NULL)
 		return;
-	if (api_term_opts(j, &o, &argv, &env, user, sizeof(user), &e) == -1)
+	if (api_term_opts(j, api_of(c)->default_user, &o, &argv, &env, &ac,
+	    &e) == -1)
 		api_term_reply_err(c, &e);
 	else if (o.id != NULL && (t = term_find(api_terms(c), o.id)) != NULL) {
 		if (term_ended(t))

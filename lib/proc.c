@@ -750,6 +750,7 @@ proc_exec(struct proc *p, const struct proc_opts *o,
 	so.uid = o->uid;
 	so.gid = o->gid;
 	so.user = o->user;
+	so.confine = &o->confine;
 	so.limits = &p->tab->limits;
 	pid = spawn_start(&so, failed);
 	err = errno;
@@ -873,6 +874,7 @@ proc_meta_json(struct proc *p, const struct proc_opts *o)
 		cJSON_AddNumberToObject(a, "timeout", o->timeout_s * 1000);
 	cJSON_AddNumberToObject(a, "killGrace", o->grace_s * 1000);
 	cJSON_AddNumberToObject(a, "maxLogBytes", (double)p->rec.ls.maxbytes);
+	spawn_confine_json(a, &o->confine, o->has_user, o->uid, o->gid);
 	cJSON_AddRawToObject(j, "tags", p->tags);
 	codec_time(ts, p->started_ms);
 	cJSON_AddStringToObject(j, "created_at", ts);

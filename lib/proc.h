@@ -129,6 +129,7 @@ struct proc_opts {
 	gid_t		 gid;
 	const char	*user;		/* the name for initgroups, or NULL */
 	char		 user_name[256];	/* its storage */
+	struct spawn_confine confine;
 	uint64_t	 maxlog;
 	cJSON		*tags;		/* copied, as text */
 };

@@ -5,12 +5,19 @@
  * environment, posix_spawn (vfork-fast) for the common launch, fork for
  * what posix_spawn cannot do (another user, a controlling terminal),
  * the errno handshake that reports a failed exec from a forked child,
- * default signals, and the limits a child gets (oom score, fd limit).
- * It knows nothing of records or of the table: the caller gives fds.
+ * default signals, the limits a child gets (oom score, fd limit), and
+ * the confinement a request asks for (network namespace, rlimits,
+ * seccomp deny-list, no_new_privs).  It knows nothing of records or of
+ * the table: the caller gives fds.
  */
 #include <linux/close_range.h>
+#include <linux/filter.h>
 #include <linux/oom.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -18,6 +25,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -34,7 +43,45 @@
 
 extern char **environ;
 
+/*
+ * Where a forked child failed, sent with its errno: a step of the
+ * confinement (SPAWN_STAGE_CONFINE) is the agent's shortcoming, not the
+ * program's, and must not read as "could not run it".
+ */
+enum spawn_stage {
+	SPAWN_STAGE_RUN,	/* stdio, cwd, user, exec: the program's */
+	SPAWN_STAGE_CONFINE	/* network namespace, seccomp */
+};
+
+struct spawn_fail {
+	int	stage;		/* enum spawn_stage */
+	int	err;
+};
+
+const char *const spawn_rlimit_names[SPAWN_NRLIM] = {
+	"nofile", "nproc", "as", "cpu", "fsize"
+};
+static const int spawn_rlimit_res[SPAWN_NRLIM] = {
+	RLIMIT_NOFILE, RLIMIT_NPROC, RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE
+};
+
+/* seccomp:"default" answers EPERM to these (DESIGN §6). */
+static const char *const spawn_denied[] = {
+	"mount", "umount2", "pivot_root", "swapon", "swapoff", "reboot",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "bpf", "perf_event_open", "keyctl", "add_key",
+	"request_key", "unshare", "setns", "open_by_handle_at", "userfaultfd"
+};
+
+/*
+ * The deny-list as BPF, built once by spawn_filter and never changed
+ * after: a child between fork and exec only hands it to the kernel.
+ */
+static struct sock_filter	*spawn_bpf;
+static unsigned short		 spawn_bpf_len;
+
 static _Noreturn void spawn_child(const struct spawn_opts *, int);
+static bool	spawn_confined(const struct spawn_confine *);
 static int	spawn_child_stdio(const struct spawn_opts *);
 static int	spawn_child_ctty(const char *);
 static int	spawn_child_user(const struct spawn_opts *);
@@ -205,6 +252,172 @@ spawn_which(char *const *envp, const char *cwd, const char *name, char *out,
 }
 
 /* ------------------------------------------------------------------ */
+/* Confinement */
+
+static bool
+spawn_confined(const struct spawn_confine *c)
+{
+	int	i;
+
+	if (c == NULL)
+		return false;
+	for (i = 0; i < SPAWN_NRLIM; i++)
+		if (c->has_rlim[i])
+			return true;
+	return c->nonewprivs || c->seccomp || c->nonet;
+}
+
+/*
+ * A network namespace with nothing in it but lo, brought up with the
+ * ioctl `ip link set lo up` makes (no binary to run in a child).
+ */
+int
+spawn_child_nonet(void)
+{
+	struct ifreq	ifr;
+	int		s, rc, err;
+
+	if (unshare(CLONE_NEWNET) == -1)
+		return -1;
+	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	if ((rc = ioctl(s, SIOCGIFFLAGS, &ifr)) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	err = errno;
+	(void)close(s);
+	errno = err;
+	return rc;
+}
+
+/* Soft and hard both: a program may not raise them back. */
+int
+spawn_child_rlimits(const struct spawn_confine *c)
+{
+	struct rlimit	rl;
+	int		i;
+
+	for (i = 0; i < SPAWN_NRLIM; i++) {
+		if (!c->has_rlim[i])
+			continue;
+		rl.rlim_cur = rl.rlim_max = c->rlim[i];
+		if (setrlimit(spawn_rlimit_res[i], &rl) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+spawn_child_seccomp(void)
+{
+	struct sock_fprog	prog;
+
+	if (spawn_bpf == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	prog.len = spawn_bpf_len;
+	prog.filter = spawn_bpf;
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+/*
+ * libseccomp builds the filter (it allocates, so not in a child) and
+ * exports it as raw BPF through a pipe; the program is kept for every
+ * child to come.  On x86_64 the i386 and x32 ABIs get the same rules:
+ * otherwise a denied call made through int 0x80 would pass, and a 32-bit
+ * program would be killed for its architecture.
+ */
+int
+spawn_filter(void)
+{
+	scmp_filter_ctx	 ctx;
+	char		*buf = NULL;
+	ssize_t		 n = 0, r;
+	size_t		 i;
+	int		 p[2] = { -1, -1 }, rc = -ENOMEM, nr, err;
+
+	if (spawn_bpf != NULL)
+		return 0;
+	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
+		goto done;
+#if defined(__x86_64__)
+	if ((rc = seccomp_arch_add(ctx, SCMP_ARCH_X86)) < 0 ||
+	    (rc = seccomp_arch_add(ctx, SCMP_ARCH_X32)) < 0)
+		goto done;
+#endif
+	for (i = 0; i < nitems(spawn_denied); i++) {
+		/* One this architecture lacks cannot be called. */
+		if ((nr = seccomp_syscall_resolve_name(spawn_denied[i])) ==
+		    __NR_SCMP_ERROR)
+			continue;
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr,
+		    0)) < 0)
+			goto done;
+	}
+	/* Non-blocking: a filter larger than the pipe fails, never hangs. */
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1) {
+		rc = -errno;
+		goto done;
+	}
+	rc = seccomp_export_bpf(ctx, p[1]);
+	(void)close(p[1]);
+	if (rc < 0)
+		goto done;
+	rc = -ENOMEM;
+	if ((buf = malloc(SPAWN_FILTER_MAX)) == NULL)
+		goto done;
+	while ((r = read(p[0], buf + n, SPAWN_FILTER_MAX - n)) > 0)
+		n += r;
+	rc = -E2BIG;
+	if (n == 0 || n % sizeof(struct sock_filter) != 0 ||
+	    n / sizeof(struct sock_filter) > USHRT_MAX)
+		goto done;
+	spawn_bpf = (struct sock_filter *)buf;
+	spawn_bpf_len = n / sizeof(struct sock_filter);
+	buf = NULL;
+	rc = 0;
+done:
+	err = rc < 0 ? -rc : 0;
+	free(buf);
+	if (p[0] != -1)
+		(void)close(p[0]);
+	if (ctx != NULL)
+		seccomp_release(ctx);
+	errno = err;
+	return rc < 0 ? -1 : 0;
+}
+
+void
+spawn_confine_json(cJSON *a, const struct spawn_confine *c, bool has_user,
+    uid_t uid, gid_t gid)
+{
+	cJSON	*r;
+	int	 i;
+
+	if (has_user) {
+		cJSON_AddNumberToObject(a, "uid", uid);
+		cJSON_AddNumberToObject(a, "gid", gid);
+	}
+	if (c->nonewprivs)
+		cJSON_AddTrueToObject(a, "noNewPrivs");
+	if (c->seccomp)
+		cJSON_AddStringToObject(a, "seccomp", "default");
+	if (c->nonet)
+		cJSON_AddStringToObject(a, "network", "none");
+	for (i = 0, r = NULL; i < SPAWN_NRLIM; i++)
+		if (c->has_rlim[i]) {
+			if (r == NULL)
+				r = cJSON_AddObjectToObject(a, "rlimits");
+			cJSON_AddNumberToObject(r, spawn_rlimit_names[i],
+			    (double)c->rlim[i]);
+		}
+}
+
+/* ------------------------------------------------------------------ */
 /* Start */
 
 pid_t
@@ -213,10 +426,15 @@ spawn_start(const struct spawn_opts *o, bool *failed)
 	*failed = false;
 	/*
 	 * One place decides the path: what posix_spawn cannot do (another
-	 * user, a controlling terminal; later clone3 into a cgroup) forks.
+	 * user, a controlling terminal, confinement; later clone3 into a
+	 * cgroup) forks.
 	 */
-	if (o->has_user || o->ctty != NULL)
+	if (o->has_user || o->ctty != NULL || spawn_confined(o->confine)) {
+		if (o->confine != NULL && o->confine->seccomp &&
+		    spawn_filter() == -1)
+			return -1;
 		return spawn_fork(o, failed);
+	}
 	return spawn_posix(o, failed);
 }
 
@@ -227,10 +445,11 @@ spawn_start(const struct spawn_opts *o, bool *failed)
 static pid_t
 spawn_fork(const struct spawn_opts *o, bool *failed)
 {
-	sigset_t	all, old;
-	ssize_t		n;
-	pid_t		pid;
-	int		xpipe[2], childerr, err;
+	struct spawn_fail	childerr;
+	sigset_t		all, old;
+	ssize_t			n;
+	pid_t			pid;
+	int			xpipe[2], err;
 
 	if (pipe2(xpipe, O_CLOEXEC) == -1)
 		return -1;
@@ -256,8 +475,9 @@ spawn_fork(const struct spawn_opts *o, bool *failed)
 	while (n == -1 && errno == EINTR);
 	close(xpipe[0]);
 	if (n == (ssize_t)sizeof(childerr)) {
-		*failed = true;		/* the child exits 127: the reaper's */
-		errno = childerr;
+		/* The child exits 127: the reaper's. */
+		*failed = childerr.stage == SPAWN_STAGE_RUN;
+		errno = *failed ? childerr.err : EOPNOTSUPP;
 		return -1;
 	}
 	return pid;
@@ -266,13 +486,17 @@ spawn_fork(const struct spawn_opts *o, bool *failed)
 /*
  * In the child, between fork and exec.  Only async-signal-safe calls
  * until exec (initgroups is the documented exception: it reads the group
- * database, which is safe after fork in a single-threaded parent).  A
- * failure is reported through errfd as an errno, then _exit(127).
+ * database, which is safe after fork in a single-threaded parent).  The
+ * seccomp filter is why spawn_start builds it before fork: libseccomp
+ * allocates while it generates BPF, so the child only hands the finished
+ * program to prctl.  A failure is reported through errfd as its stage
+ * and errno, then _exit(127).
  */
 static _Noreturn void
 spawn_child(const struct spawn_opts *o, int errfd)
 {
-	int	e;
+	const struct spawn_confine *c = o->confine;
+	struct spawn_fail	 f = { SPAWN_STAGE_RUN, 0 };
 
 	spawn_reset_signals();
 	if ((o->setsid || o->ctty != NULL) && setsid() == -1)
@@ -289,13 +513,33 @@ spawn_child(const struct spawn_opts *o, int errfd)
 	}
 	if (o->cwd != NULL && chdir(o->cwd) == -1)
 		goto fail;
+	/*
+	 * The filter goes on while the child still has the agent's
+	 * privileges: without no_new_privs the kernel takes a filter only
+	 * from CAP_SYS_ADMIN, and a request may not want no_new_privs (set
+	 * first when it does, so that an agent without that capability can
+	 * still filter).  It denies nothing the steps after it make.
+	 */
+	f.stage = SPAWN_STAGE_CONFINE;
+	if (c != NULL && c->nonet && spawn_child_nonet() == -1)
+		goto fail;
+	f.stage = SPAWN_STAGE_RUN;
+	if (c != NULL && spawn_child_rlimits(c) == -1)
+		goto fail;
+	if (c != NULL && c->nonewprivs &&
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		goto fail;
+	f.stage = SPAWN_STAGE_CONFINE;
+	if (c != NULL && c->seccomp && spawn_child_seccomp() == -1)
+		goto fail;
+	f.stage = SPAWN_STAGE_RUN;
 	if (o->has_user && spawn_child_user(o) == -1)
 		goto fail;
 	environ = (char **)o->envp;
 	execvp(o->argv[0], o->argv);
 fail:
-	e = errno;
-	(void)!write(errfd, &e, sizeof(e));
+	f.err = errno;
+	(void)!write(errfd, &f, sizeof(f));
 	_exit(127);
 }
 

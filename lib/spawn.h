@@ -13,12 +13,38 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <cjson/cJSON.h>
 
 /* What a child gets that the agent does not have. */
 struct spawn_limits {
 	int		oom_adj;	/* its oom_score_adj */
 	struct rlimit	nofile;		/* the fd limit the agent started with */
 	bool		nofile_raised;	/* the agent's own is higher now */
+};
+
+/* The rlimits a request may set, in the order of spawn_rlimit_names. */
+enum spawn_rlim {
+	SPAWN_RLIM_NOFILE,
+	SPAWN_RLIM_NPROC,
+	SPAWN_RLIM_AS,
+	SPAWN_RLIM_CPU,
+	SPAWN_RLIM_FSIZE,
+	SPAWN_NRLIM
+};
+extern const char *const spawn_rlimit_names[SPAWN_NRLIM];
+
+/*
+ * Confinement a request asks for, applied by the child between fork and
+ * exec in this order: network namespace, rlimits, no_new_privs, seccomp
+ * filter (before the user: still privileged, it needs no no_new_privs),
+ * user.
+ */
+struct spawn_confine {
+	bool		 nonewprivs;	/* PR_SET_NO_NEW_PRIVS */
+	bool		 seccomp;	/* the default deny-list (EPERM) */
+	bool		 nonet;		/* own network namespace, lo up */
+	bool		 has_rlim[SPAWN_NRLIM];
+	rlim_t		 rlim[SPAWN_NRLIM];	/* soft = hard = this */
 };
 
 struct spawn_opts {
@@ -40,6 +66,7 @@ struct spawn_opts {
 	 */
 	const char	*ctty;
 	const struct spawn_limits *limits;	/* NULL: none */
+	const struct spawn_confine *confine;	/* NULL: none */
 };
 
 /*
@@ -57,7 +84,9 @@ void	spawn_child_limits(const struct spawn_limits *l, pid_t pid);
  * Start o->argv.  The child's pid, or -1 and errno: *failed is then true
  * when the program could not be run (not found, not executable, its cwd
  * or user refused; errno says why), false when the agent could not make
- * a process now (EAGAIN) or set one up (ENOMEM, EBADF...).
+ * a process now (EAGAIN) or set one up (ENOMEM, EBADF...), and false with
+ * EOPNOTSUPP when the agent cannot isolate it as asked (no capability for
+ * a network namespace, no kernel support): it never runs unconfined.
  */
 pid_t	spawn_start(const struct spawn_opts *o, bool *failed);
 
@@ -74,6 +103,28 @@ int	spawn_which(char *const *envp, const char *cwd, const char *name,
  * with: for a child before exec, and for the agent itself at start.
  */
 void	spawn_reset_signals(void);
+
+/*
+ * The child-side confinement steps, each -1 and errno, async-signal-
+ * safe (for a child between fork and exec; the tests call them in one).
+ * spawn_child_nonet: a network namespace of its own with lo up.
+ * spawn_child_seccomp: installs the filter spawn_filter built.
+ */
+int	spawn_child_nonet(void);
+int	spawn_child_rlimits(const struct spawn_confine *);
+int	spawn_child_seccomp(void);
+/*
+ * Build the default deny-list as BPF, once, in the agent (libseccomp
+ * allocates; a child may not): 0, or -1 and errno.  spawn_start calls it.
+ */
+int	spawn_filter(void);
+/*
+ * The confinement (and the ids run as, when has_user) as fields of
+ * meta.json's options object: "uid", "gid", "noNewPrivs", "seccomp",
+ * "network", "rlimits" — only those asked for.
+ */
+void	spawn_confine_json(cJSON *options, const struct spawn_confine *,
+	    bool has_user, uid_t, gid_t);
 
 /*
  * Close every fd but the n in keep (sorted in place).  Async-signal-

@@ -592,6 +592,7 @@ term_exec(struct term *t, const struct term_opts *o, const char *slave,
 	so.gid = o->gid;
 	so.user = o->user;
 	so.ctty = slave;
+	so.confine = &o->confine;
 	so.limits = t->tab->limits;
 	pid = spawn_start(&so, failed);
 	err = errno;
@@ -674,6 +675,8 @@ term_meta_json(struct term *t, const struct term_opts *o)
 	cJSON_AddNumberToObject(j, "cols", t->cols);
 	cJSON_AddNumberToObject(j, "rows", t->rows);
 	cJSON_AddNumberToObject(j, "bufferSize", (double)t->rec.ls.maxbytes);
+	spawn_confine_json(cJSON_AddObjectToObject(j, "options"), &o->confine,
+	    o->has_user, o->uid, o->gid);
 	codec_time(ts, t->created_ms);
 	cJSON_AddStringToObject(j, "created_at", ts);
 	cJSON_AddStringToObject(j, "bootId", t->tab->boot);

@@ -91,6 +91,7 @@ struct term_opts {
 	uid_t		 uid;
 	gid_t		 gid;
 	const char	*user;		/* for initgroups, or NULL */
+	struct spawn_confine confine;
 	uint64_t	 keep;		/* bufferSize; 0: TERM_KEEP_BYTES */
 };
 

@@ -111,6 +111,12 @@
 #define SPAWN_CHILD_OOM_RAISE	100	/* a child's: the agent's + this */
 /* Without close_range (Linux < 5.9) a child closes the fds below this. */
 #define SPAWN_CLOSE_MAX		65536
+/* A seccomp filter as BPF: the default deny-list takes well under this. */
+#define SPAWN_FILTER_MAX	(64 * 1024)
+
+/* Accounts (lib/user.c). */
+#define USER_NAME_MAX		256	/* of a user name, NUL included */
+#define USER_PASSWD		"/etc/passwd"	/* read with fgetpwent, no NSS */
 
 /* The process table (lib/proc.c). */
 #define PROC_DRAIN_ROUNDS	16	/* pipe reads per wakeup, then yield */
@@ -141,6 +147,7 @@
 #define API_ROUTES_MAX		64	/* of all route modules, together */
 #define API_MAXLOG_MAX		9007199254740992.0	/* 2^53: maxLogBytes, exact in a double */
 #define API_UID_MAX		4294967294.0	/* (uid_t)-1 is "no user" */
+#define API_RLIMIT_MAX		9007199254740992.0	/* 2^53: exact in a double */
 #define API_SIGNAL_MAX		64	/* kill's signal: 1..this */
 #define API_BOOT_Q_MAX		64	/* of ?boot=, NUL included */
 

@@ -84,7 +84,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 		fz_check_err(&e, "api_parse_body");
 		return 0;
 	}
-	if (api_launch_opts(j, fz_exec, &o, &argv, &env, &e) == 0) {
+	if (api_launch_opts(j, fz_exec, NULL, &o, &argv, &env, &e) == 0) {
 		fz_check_opts(&o);
 		if (fz_exec) {
 			if (api_exec_opts(j, &in, &max, &e) == -1)

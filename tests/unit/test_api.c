@@ -31,7 +31,7 @@ launch(const char *body, bool exec)
 		ck_assert_int_ne(e.status, 0);
 		return e;
 	}
-	if (api_launch_opts(j, exec, &o, &argv, &env, &e) == 0)
+	if (api_launch_opts(j, exec, NULL, &o, &argv, &env, &e) == 0)
 		e.status = 0;
 	api_launch_free(argv, env);
 	cJSON_Delete(j);
@@ -225,11 +225,76 @@ START_TEST(user_vectors)
 	refused("{\"argv\":[\"a\"],\"user\":\"no-such-user-here\"}", 400,
 	    "user");
 	j = cJSON_Parse("{\"argv\":[\"a\"],\"user\":\"root\"}");
-	ck_assert_int_eq(api_launch_opts(j, false, &o, &argv, &env, &e), 0);
+	ck_assert_int_eq(api_launch_opts(j, false, NULL, &o, &argv, &env, &e), 0);
 	ck_assert(o.has_user);
 	ck_assert_int_eq(o.uid, 0);
 	ck_assert_str_eq(o.user, "root");
 	api_launch_free(argv, env);
+	/* Named: it wins over the default. */
+	ck_assert_int_eq(api_launch_opts(j, false, "12345:1", &o, &argv, &env,
+	    &e), 0);
+	ck_assert_int_eq(o.uid, 0);
+	api_launch_free(argv, env);
+	cJSON_Delete(j);
+	/* uid:gid with no passwd entry; the default when none is named. */
+	j = cJSON_Parse("{\"argv\":[\"a\"]}");
+	ck_assert_int_eq(api_launch_opts(j, false, "4000000:4000001", &o, &argv,
+	    &env, &e), 0);
+	ck_assert(o.has_user);
+	ck_assert_int_eq(o.uid, 4000000);
+	ck_assert_int_eq(o.gid, 4000001);
+	ck_assert_ptr_null(o.user);
+	api_launch_free(argv, env);
+	ck_assert_int_eq(api_launch_opts(j, false, NULL, &o, &argv, &env, &e), 0);
+	ck_assert(!o.has_user);
+	api_launch_free(argv, env);
+	cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(confine_vectors)
+{
+	static const struct vec v[] = {
+		{ "{\"argv\":[\"a\"],\"user\":\"4000000\"}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"user\":\"4000000:0\"}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"user\":\"1:\"}", 400, "user" },
+		{ "{\"argv\":[\"a\"],\"user\":\":1\"}", 400, "user" },
+		{ "{\"argv\":[\"a\"],\"user\":\"1:2:3\"}", 400, "user" },
+		{ "{\"argv\":[\"a\"],\"user\":\"1:-2\"}", 400, "user" },
+		{ "{\"argv\":[\"a\"],\"user\":\"4294967295\"}", 400, "user" },
+		{ "{\"argv\":[\"a\"],\"user\":\"99999999999999999999\"}", 400,
+		    "user" },
+		{ "{\"argv\":[\"a\"],\"noNewPrivs\":true}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"noNewPrivs\":false}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"noNewPrivs\":1}", 400, "noNewPrivs" },
+		{ "{\"argv\":[\"a\"],\"seccomp\":\"default\"}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"seccomp\":\"Default\"}", 400, "seccomp" },
+		{ "{\"argv\":[\"a\"],\"seccomp\":null}", 400, "seccomp" },
+		{ "{\"argv\":[\"a\"],\"network\":\"none\"}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"network\":\"host\"}", 400, "network" },
+		{ "{\"argv\":[\"a\"],\"rlimits\":{}}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"rlimits\":{\"nofile\":0,\"nproc\":1,"
+		    "\"as\":9007199254740992,\"cpu\":2,\"fsize\":3}}", 0, NULL },
+		{ "{\"argv\":[\"a\"],\"rlimits\":[1]}", 400, "rlimits" },
+		{ "{\"argv\":[\"a\"],\"rlimits\":{\"core\":1}}", 400, "rlimits" },
+		{ "{\"argv\":[\"a\"],\"rlimits\":{\"cpu\":-1}}", 400, "rlimits" },
+		{ "{\"argv\":[\"a\"],\"rlimits\":{\"cpu\":0.5}}", 400, "rlimits" },
+		{ "{\"argv\":[\"a\"],\"rlimits\":{\"as\":1e300}}", 400,
+		    "rlimits" },
+	};
+	struct api_confine	 c;
+	struct api_err		 e;
+	cJSON			*j;
+
+	check_vecs(v, sizeof(v) / sizeof(v[0]));
+	j = cJSON_Parse("{\"seccomp\":\"default\",\"network\":\"none\","
+	    "\"noNewPrivs\":true,\"rlimits\":{\"fsize\":10}}");
+	ck_assert_int_eq(api_confine_opts(j, NULL, &c, &e), 0);
+	ck_assert(c.sc.seccomp && c.sc.nonet && c.sc.nonewprivs);
+	ck_assert(!c.has_user);
+	ck_assert(c.sc.has_rlim[SPAWN_RLIM_FSIZE]);
+	ck_assert(!c.sc.has_rlim[SPAWN_RLIM_CPU]);
+	ck_assert_int_eq(c.sc.rlim[SPAWN_RLIM_FSIZE], 10);
 	cJSON_Delete(j);
 }
 END_TEST
@@ -364,6 +429,7 @@ api_suite(void)
 	tcase_add_test(tc, times_and_bounds_vectors);
 	tcase_add_test(tc, tags_vectors);
 	tcase_add_test(tc, user_vectors);
+	tcase_add_test(tc, confine_vectors);
 	tcase_add_test(tc, exec_fields);
 	tcase_add_test(tc, query_checks);
 	tcase_add_test(tc, error_values);

@@ -2,15 +2,21 @@
  * spawn: real children, reaped here with waitpid.  The PATH lookup along
  * the child's own environment, both paths (posix_spawn, and fork with a
  * controlling terminal on a pty of our own), the errno handshake, file
- * actions that cannot be set up, signals, limits, closing fds.
+ * actions that cannot be set up, signals, limits, closing fds, and the
+ * confinement steps (network namespace, rlimits, seccomp, no_new_privs).
  */
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,6 +349,169 @@ START_TEST(fork_errno_handshake)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Confinement */
+
+/*
+ * Run fn in a child of the test (a step changes the process for good)
+ * and return its exit status: 0 for "held", 77 for "cannot here".
+ */
+static int
+in_child(int (*fn)(void))
+{
+	pid_t	pid;
+
+	ck_assert_int_ge(pid = fork(), 0);
+	if (pid == 0)
+		_exit(fn());
+	return reap(pid);
+}
+
+static int
+nonet_step(void)
+{
+	struct if_nameindex	*ifs;
+	struct ifreq		 ifr;
+	int			 s, n;
+
+	if (spawn_child_nonet() == -1)
+		return errno == EPERM ? 77 : 1;
+	if ((ifs = if_nameindex()) == NULL)
+		return 2;
+	for (n = 0; ifs[n].if_name != NULL; n++)
+		if (strcmp(ifs[n].if_name, "lo") != 0)
+			return 3;
+	if (n != 1)
+		return 4;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "lo");
+	if ((s = socket(AF_INET, SOCK_DGRAM, 0)) == -1 ||
+	    ioctl(s, SIOCGIFFLAGS, &ifr) == -1)
+		return 5;
+	return (ifr.ifr_flags & IFF_UP) ? 0 : 6;
+}
+
+START_TEST(confine_nonet_only_lo_up)
+{
+	int	st = in_child(nonet_step);
+
+	if (st == 77) {
+		TU_SKIP("no CAP_SYS_ADMIN for a network namespace");
+		return;
+	}
+	ck_assert_int_eq(st, 0);
+}
+END_TEST
+
+static int
+rlimits_step(void)
+{
+	struct spawn_confine	c = { 0 };
+	struct rlimit		rl;
+
+	c.has_rlim[SPAWN_RLIM_NOFILE] = true;
+	c.rlim[SPAWN_RLIM_NOFILE] = 50;
+	c.has_rlim[SPAWN_RLIM_CPU] = true;
+	c.rlim[SPAWN_RLIM_CPU] = 7;
+	if (spawn_child_rlimits(&c) == -1)
+		return 1;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 || rl.rlim_cur != 50 ||
+	    rl.rlim_max != 50)
+		return 2;
+	if (getrlimit(RLIMIT_CPU, &rl) == -1 || rl.rlim_cur != 7 ||
+	    rl.rlim_max != 7)
+		return 3;
+	/* Soft and hard both: not raised back. */
+	rl.rlim_cur = rl.rlim_max = 100;
+	return setrlimit(RLIMIT_NOFILE, &rl) == -1 || geteuid() == 0 ? 0 : 4;
+}
+
+START_TEST(confine_rlimits_soft_and_hard)
+{
+	ck_assert_int_eq(in_child(rlimits_step), 0);
+}
+END_TEST
+
+static int
+seccomp_step(void)
+{
+	if (spawn_child_seccomp() == -1)
+		return errno == EACCES ? 77 : 1;
+	if (unshare(CLONE_NEWNET) != -1 || errno != EPERM)
+		return 2;
+	if (umount2("/nonexistent", 0) != -1 || errno != EPERM)
+		return 3;
+	/* Everything else as before. */
+	return getpid() > 0 && access("/", F_OK) == 0 ? 0 : 4;
+}
+
+START_TEST(confine_seccomp_denies_eperm)
+{
+	int	st;
+
+	ck_assert_int_eq(spawn_filter(), 0);
+	ck_assert_int_eq(spawn_filter(), 0);	/* once: cached */
+	if ((st = in_child(seccomp_step)) == 77) {
+		TU_SKIP("no CAP_SYS_ADMIN for a filter");
+		return;
+	}
+	ck_assert_int_eq(st, 0);
+}
+END_TEST
+
+/* Through spawn_start: the fork path, in order, and what comes out. */
+START_TEST(confine_fork_path)
+{
+	struct spawn_confine	c = { 0 };
+	struct spawn_opts	o;
+	char			out[256];
+
+	c.nonewprivs = true;
+	c.seccomp = true;
+	c.has_rlim[SPAWN_RLIM_NOFILE] = true;
+	c.rlim[SPAWN_RLIM_NOFILE] = 40;
+	opts(&o, ARGV("sh", "-c", "grep -E '^(NoNewPrivs|Seccomp):' "
+	    "/proc/self/status; ulimit -n; ulimit -Hn"));
+	o.confine = &c;
+	ck_assert_int_eq(run_out(&o, out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "NoNewPrivs:\t1\nSeccomp:\t2\n40\n40\n");
+}
+END_TEST
+
+/*
+ * A confinement step the agent cannot make is its shortcoming, not the
+ * program's: EOPNOTSUPP, failed false.  An unprivileged caller cannot
+ * make a network namespace.
+ */
+static int
+stage_step(void)
+{
+	struct spawn_confine	c = { 0 };
+	struct spawn_opts	o;
+	bool			failed = true;
+
+	if (setgid(12345) == -1 || setuid(12345) == -1)
+		return 77;
+	c.nonet = true;
+	opts(&o, ARGV("true"));
+	o.confine = &c;
+	if (spawn_start(&o, &failed) != -1)
+		return 1;
+	return errno == EOPNOTSUPP && !failed ? 0 : 2;
+}
+
+START_TEST(confine_failure_is_the_agents)
+{
+	int	st = in_child(stage_step);
+
+	if (st == 77) {
+		TU_SKIP("not root: cannot become another user");
+		return;
+	}
+	ck_assert_int_eq(st, 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* What every child starts with */
 
 START_TEST(signals_reset_both_paths)
@@ -476,6 +645,15 @@ spawn_suite(void)
 	tcase_add_test(tc, limits_both_paths);
 	tcase_add_test(tc, limits_init_raises_own);
 	tcase_add_test(tc, close_except_keeps_the_set);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("confine");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, confine_nonet_only_lo_up);
+	tcase_add_test(tc, confine_rlimits_soft_and_hard);
+	tcase_add_test(tc, confine_seccomp_denies_eperm);
+	tcase_add_test(tc, confine_fork_path);
+	tcase_add_test(tc, confine_failure_is_the_agents);
 	suite_add_tcase(s, tc);
 	return s;
 }
