@@ -153,6 +153,7 @@ test: setup
 	$(MAKE) all $(BUILD)/unit
 	$(BUILD)/unit
 	TEND_BIN=$(abspath $(BUILD)/tend) scripts/test
+	$(MAKE) fuzz-replay
 
 # The same tests under AddressSanitizer and UBSan.
 asan: setup
@@ -185,13 +186,13 @@ conformance: all
 # Needs clang and its fuzzer runtime: `scripts/setup fuzz`.
 FUZZ_CC		?= clang
 FUZZ_SECONDS	?= 30
-FUZZ_TARGETS	:= codec http json
+FUZZ_TARGETS	:= codec http json shim
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lm
 FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o)
 
-.PHONY: fuzz
+.PHONY: fuzz fuzz-replay
 .SECONDARY: $(FUZZ_LIB_OBJ)
 
 build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
@@ -217,6 +218,20 @@ fuzz: setup
 		$$(cat tests/fuzz/$$t.options 2>/dev/null) \
 		build-fuzz/corpus/$$t tests/fuzz/seeds/$$t \
 		$$(ls -d tests/fuzz/crashers/$$t 2>/dev/null) || rc=1; \
+	done; exit $$rc
+
+# Each target once over its seeds and saved crashers, no fuzzing (make test).
+fuzz-replay: setup
+	@scripts/setup fuzz
+	$(MAKE) $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+	    echo "fuzz-replay: $$t" && \
+	    if UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/fuzz_$$t -runs=0 \
+		-timeout=20 $$(cat tests/fuzz/$$t.options 2>/dev/null) \
+		tests/fuzz/seeds/$$t $$(ls -d tests/fuzz/crashers/$$t \
+		2>/dev/null) >build-fuzz/replay-$$t.log 2>&1; then \
+		tail -1 build-fuzz/replay-$$t.log; \
+	    else rc=1; tail -40 build-fuzz/replay-$$t.log; fi; \
 	done; exit $$rc
 
 clean:

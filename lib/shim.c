@@ -66,6 +66,7 @@ struct shim_conn {
 	/* SHIM_DENY: the shim's own answer, once the agent's are out. */
 	int			 rstatus;
 	const char		*rcode, *rmsg, *rextra;
+	bool			 rhead;		/* the refused request is HEAD */
 	struct shim_io		 in, up, down;
 };
 
@@ -444,6 +445,7 @@ shim_refuse(struct shim_conn *c, int status, const char *code,
 	c->rcode = code;
 	c->rmsg = msg;
 	c->rextra = extra;
+	c->rhead = c->parser.method == HTTP_HEAD;
 	c->mode = SHIM_DENY;
 	c->in.len = c->in.off = 0;
 	if (c->afd == -1)
@@ -466,7 +468,9 @@ shim_reply(struct shim_conn *c)
 	    c->rstatus == 431 ? "Request Header Fields Too Large" :
 	    "Bad Request", bn, c->rextra != NULL ? c->rextra : "");
 	(void)io_add(&c->down, head, hn);
-	(void)io_add(&c->down, body, bn);
+	/* A reply to HEAD has the head only (its length says the body's). */
+	if (!c->rhead)
+		(void)io_add(&c->down, body, bn);
 	c->mode = SHIM_CLOSING;
 }
 

@@ -169,6 +169,12 @@ fuzzsrv_check(struct fuzzsrv_client *cl, const char *d, size_t n)
 
 	if (cl->upgraded)
 		return;
+	/*
+	 * Once the client's own requests stop parsing, which replies are to
+	 * HEAD (and so have no body) is not known: only the start is checked.
+	 */
+	if (HTTP_PARSER_ERRNO(&cl->reqp) != HPE_OK && cl->received > 0)
+		return;
 	if (cl->received < sizeof(start) - 1) {
 		k = sizeof(start) - 1 - cl->received;
 		if (k > n)
