@@ -63,6 +63,7 @@ DEPS_term	:= boot buf codec log logstore pty record spawn
 DEPS_api_term	:= api boot http record term
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
+DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec
@@ -94,7 +95,18 @@ $(BUILD)/%.o: %.c $(wildcard lib/*.h agent/*.h tests/unit/*.h)
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tend: $(AGENT_OBJ) $(LIB_OBJ)
+# The OpenAPI document and its page, made from proto/openapi.yaml and
+# embedded in the binary (lib/api_sandbox.c serves them).
+$(BUILD)/openapi.json $(BUILD)/openapi.html $(BUILD)/gen/openapi.c: \
+    proto/openapi.yaml scripts/openapi
+	@mkdir -p $(BUILD)/gen
+	@echo "GEN $(BUILD)/openapi.json $(BUILD)/openapi.html"
+	@scripts/openapi proto/openapi.yaml $(BUILD)
+
+$(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
+	@$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tend: $(AGENT_OBJ) $(LIB_OBJ) $(BUILD)/gen/openapi.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/unit/main-%.o: tests/unit/main.c tests/unit/testutil.h

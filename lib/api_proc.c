@@ -20,7 +20,6 @@
 #define API_STDIN_BUSY		1	/* before any of its bytes */
 #define API_STDIN_BUSY_PART	2	/* after some were written */
 
-static void	api_launch(struct http_conn *, struct http_req *);
 static void	api_list(struct http_conn *, struct http_req *);
 static void	api_status(struct http_conn *, struct http_req *);
 static void	api_kill(struct http_conn *, struct http_req *);
@@ -31,7 +30,7 @@ static void	api_wait(struct http_conn *, struct http_req *);
 static void	api_delete(struct http_conn *, struct http_req *);
 
 const struct http_route api_proc_routes[] = {
-	{ "POST",	"/v1/processes",		api_launch, NULL },
+	{ "POST",	"/v1/processes",		api_proc_launch, NULL },
 	{ "GET",	"/v1/processes",		api_list, NULL },
 	{ "GET",	"/v1/processes/{}",		api_status, NULL },
 	{ "DELETE",	"/v1/processes/{}",		api_delete, NULL },
@@ -136,8 +135,8 @@ out:
 /* ------------------------------------------------------------------ */
 /* Launch, list, status, kill, delete */
 
-static void
-api_launch(struct http_conn *c, struct http_req *r)
+void
+api_proc_launch(struct http_conn *c, struct http_req *r)
 {
 	struct proc_opts	 o;
 	struct api_err		 e;

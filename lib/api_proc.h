@@ -9,6 +9,9 @@
 
 extern const struct http_route api_proc_routes[];
 
+/* POST /v1/processes, for the bridge's form, which checks cwd first. */
+void	api_proc_launch(struct http_conn *, struct http_req *);
+
 /* ?state= of a list into want[16] ("" for all): 0, or -1 with 400. */
 int	api_proc_state_query(struct http_req *, char want[16],
 	    struct api_err *);
