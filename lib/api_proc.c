@@ -20,6 +20,7 @@
 #define API_STDIN_BUSY		1	/* before any of its bytes */
 #define API_STDIN_BUSY_PART	2	/* after some were written */
 
+static void	api_proc_launch(struct http_conn *, struct http_req *);
 static void	api_list(struct http_conn *, struct http_req *);
 static void	api_status(struct http_conn *, struct http_req *);
 static void	api_kill(struct http_conn *, struct http_req *);
@@ -135,8 +136,14 @@ out:
 /* ------------------------------------------------------------------ */
 /* Launch, list, status, kill, delete */
 
-void
+static void
 api_proc_launch(struct http_conn *c, struct http_req *r)
+{
+	api_proc_launch_cwd(c, r, NULL);
+}
+
+void
+api_proc_launch_cwd(struct http_conn *c, struct http_req *r, const char *cwd)
 {
 	struct proc_opts	 o;
 	struct api_err		 e;
@@ -151,12 +158,17 @@ api_proc_launch(struct http_conn *c, struct http_req *r)
 		api_reply_err(c, &e);
 		return;
 	}
-	if (api_launch_opts(j, false, &o, &argv, &env, &e) == -1)
+	if (api_launch_opts(j, false, &o, &argv, &env, &e) == -1) {
 		api_reply_err(c, &e);
-	else if ((p = proc_spawn(api_of(c)->tab, &o, &failed, &err)) == NULL)
+		goto out;
+	}
+	if (cwd != NULL)
+		o.cwd = cwd;
+	if ((p = proc_spawn(api_of(c)->tab, &o, &failed, &err)) == NULL)
 		api_reply_spawn_error(c, failed, err, o.id);
 	else
 		api_reply_status(c, p);
+out:
 	api_launch_free(argv, env);
 	cJSON_Delete(j);
 }

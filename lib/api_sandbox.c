@@ -326,11 +326,11 @@ out:
 static void
 api_sandbox_launch(struct http_conn *c, struct http_req *r)
 {
+	struct proc_opts o = { 0 };
 	struct api_err	 e;
 	const cJSON	*f;
 	char		 cwd[PATH_MAX];
 	cJSON		*j;
-	struct proc_opts o = { 0 };
 
 	/* A body the launch refuses is refused there, as it always was. */
 	if ((j = api_parse_body(r->body.data, r->body.len, &e)) != NULL &&
@@ -344,7 +344,7 @@ api_sandbox_launch(struct http_conn *c, struct http_req *r)
 		}
 	}
 	cJSON_Delete(j);
-	api_proc_launch(c, r);
+	api_proc_launch_cwd(c, r, o.cwd != NULL ? cwd : NULL);
 }
 
 /* ------------------------------------------------------------------ */
