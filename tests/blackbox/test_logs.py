@@ -651,8 +651,11 @@ class TestFollow(LogCase):
         self.assertEqual(s.status, 200)
         self.assertEqual(collect(s.events)["stdout"], b"via-bridge\n")
         self.assertEqual(a.get("/v1/sandbox/box-1/processes/br/stdout").body, b"via-bridge\n")
+        # The bridge's exec is its stable line's SSE, not tend's JSON exec.
         r = a.post("/v1/sandbox/box-1/exec", {"argv": ["echo", "x"]})
-        self.assertEqual((r.status, unb64(r.json["stdout"])), (200, b"x\n"))
+        self.assertEqual((r.status, r.header("content-type")), (200, "text/event-stream"))
+        self.assertIn(b"event: stdout\ndata: eAo=\n\n", r.body)
+        self.assertTrue(r.body.endswith(b'event: exit\ndata: {"exit_code":0}\n\n'), r.body)
 
     def test_raw_offset_and_follow(self):
         a = self.agent()
