@@ -245,8 +245,8 @@ api_sandbox_cwd(const struct api_files *f, struct proc_opts *o,
 {
 	if (o->cwd == NULL)
 		return 0;
-	if (strlen(o->cwd) >= PATH_MAX || (snprintf(buf, PATH_MAX, "%s",
-	    o->cwd), !api_files_in_workspace(f, buf))) {
+	if (snprintf(buf, PATH_MAX, "%s", o->cwd) >= PATH_MAX ||
+	    !api_files_in_workspace(f, buf)) {
 		api_err_set(e, 403, "invalid_request", "cwd", "cwd must be "
 		    "within %s", api_files_workspace(f));
 		return -1;
