@@ -709,10 +709,7 @@ api_output_exec_stream(struct http_conn *c, struct proc *p)
 	api_output_exec_follow(c, p, &api_sse_sink);
 }
 
-/* ------------------------------------------------------------------ */
-/* The bridge's exec */
-
-/* exec's stream, the raw source, the whole reply shaped as the bridge's. */
+/* A running record's output from its start to its root's exit, into sink. */
 static void
 api_output_exec_follow(struct http_conn *c, struct proc *p,
     const struct follow_sink *sink)
@@ -743,6 +740,9 @@ api_output_exec_follow(struct http_conn *c, struct proc *p,
 	(void)follow_seek(rd->f, NULL, true);
 	api_reader_stream(rd, sink);
 }
+
+/* ------------------------------------------------------------------ */
+/* The bridge's exec */
 
 void
 api_output_bridge_exec_stream(struct http_conn *c, struct proc *p)

@@ -18,7 +18,6 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_sandbox.h"
-#include "codec.h"
 #include "util.h"
 
 /* The generated document and page (scripts/openapi, the Makefile). */
