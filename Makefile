@@ -197,7 +197,7 @@ FUZZ_TARGETS	:= codec http json
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lcjson -larchive -lm
-FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o)
+FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o) build-fuzz/gen/openapi.o
 
 .PHONY: fuzz
 .SECONDARY: $(FUZZ_LIB_OBJ)
@@ -206,6 +206,10 @@ build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
 	@echo "CC (fuzz) $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c -o $@ $<
+
+build-fuzz/gen/openapi.o: $(BUILD)/gen/openapi.c
+	@mkdir -p $(dir $@)
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzzsrv.c tests/fuzz/fuzzsrv.h $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -Wshadow \
