@@ -67,6 +67,7 @@ DEPS_term	:= boot buf codec log logstore pty record spawn
 DEPS_api_term	:= api boot http record term
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
+DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec
@@ -98,7 +99,18 @@ $(BUILD)/%.o: %.c $(wildcard lib/*.h agent/*.h tests/unit/*.h)
 	@echo "CC $<"
 	@$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tend: $(AGENT_OBJ) $(LIB_OBJ)
+# The OpenAPI document and its page, made from proto/openapi.yaml and
+# embedded in the binary (lib/api_sandbox.c serves them).
+$(BUILD)/openapi.json $(BUILD)/openapi.html $(BUILD)/gen/openapi.c: \
+    proto/openapi.yaml scripts/openapi
+	@mkdir -p $(BUILD)/gen
+	@echo "GEN $(BUILD)/openapi.json $(BUILD)/openapi.html"
+	@scripts/openapi proto/openapi.yaml $(BUILD)
+
+$(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
+	@$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tend: $(AGENT_OBJ) $(LIB_OBJ) $(BUILD)/gen/openapi.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/unit/main-%.o: tests/unit/main.c tests/unit/testutil.h
@@ -190,7 +202,7 @@ FUZZ_TARGETS	:= codec http json shim
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lm
-FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o)
+FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o) build-fuzz/gen/openapi.o
 
 .PHONY: fuzz fuzz-replay
 .SECONDARY: $(FUZZ_LIB_OBJ)
@@ -199,6 +211,10 @@ build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
 	@mkdir -p $(dir $@)
 	@echo "CC (fuzz) $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c -o $@ $<
+
+build-fuzz/gen/openapi.o: $(BUILD)/gen/openapi.c
+	@mkdir -p $(dir $@)
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
 build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzzsrv.c tests/fuzz/fuzzsrv.h $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror -Wshadow \

@@ -29,6 +29,8 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_files.h"
+#include "api_bridge.h"
+#include "api_sandbox.h"
 #include "api_term.h"
 #include "boot.h"
 #include "child.h"
@@ -55,11 +57,13 @@ static const struct http_route *const agent_routes[] = {
 	api_exec_routes,
 	api_files_routes,
 	api_term_routes,
+	api_sandbox_routes,
 	NULL
 };
 
 /* The bridge's own, matched before those in its namespace. */
 static const struct http_route *const agent_bridge_routes[] = {
+	api_sandbox_bridge_routes,
 	api_files_bridge_routes,
 	NULL
 };
@@ -174,6 +178,27 @@ agent_number(const char *name, const char *s, long long lo, long long hi)
 	return v;
 }
 
+/*
+ * Hidden: every route the tables hold, "METHOD PATTERN" a line, the
+ * bridge's with their /v1/sandbox/{id} prefix as the client sends them,
+ * for the test that the OpenAPI document lists them all.
+ */
+static void
+agent_list_routes(void)
+{
+	const struct http_route *const	*m;
+	const struct http_route		*rt;
+
+	for (m = agent_routes; *m != NULL; m++)
+		for (rt = *m; rt->method != NULL; rt++)
+			printf("%s %s\n", rt->method, rt->pattern);
+	for (m = agent_bridge_routes; *m != NULL; m++)
+		for (rt = *m; rt->method != NULL; rt++)
+			if (strcmp(rt->pattern, API_BRIDGE_BAD_PATH) != 0)
+				printf("%s /v1/sandbox/{id}%s\n", rt->method,
+				    rt->pattern + 3);
+}
+
 static void
 agent_options(int argc, char **argv)
 {
@@ -197,6 +222,7 @@ agent_options(int argc, char **argv)
 		{ "default-user",  required_argument, NULL, 'Y' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
+		{ "list-routes",   no_argument,	      NULL, 'l' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct user_id	 u;
@@ -309,6 +335,9 @@ agent_options(int argc, char **argv)
 			break;
 		case 'h':
 			agent_usage(stdout);
+			exit(0);
+		case 'l':
+			agent_list_routes();
 			exit(0);
 		default:
 			agent_usage(stderr);

@@ -11,13 +11,28 @@
 static const char	api_bridge_prefix[] = "/v1/sandbox/";
 static const char	api_bridge_as[] = "/v1";	/* what the prefix is read as */
 
+bool
+api_bridge_id_valid(const char *id, size_t n)
+{
+	static const char	ok[] = "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-";
+	size_t			i;
+
+	if (n == 0 || n > API_BRIDGE_ID_MAX)
+		return false;
+	for (i = 0; i < n; i++)
+		if (id[i] == '\0' || strchr(ok, id[i]) == NULL)
+			return false;
+	return true;
+}
+
 /*
  * "/v1/sandbox/{id}/rest" is routed as "/v1/rest", written in place over
- * the end of the ID.  An empty ID ("/v1/sandbox//processes") or a path
- * that ends with the ID ("/v1/sandbox/id", read as "/v1") is taken as it
- * always was: the ID is not the agent's to check.
+ * the end of the ID; "/v1/sandbox/{id}" as "/v1" (DELETE, the lifecycle).
+ * The ID is checked as the path arrives, percent-escapes included: an
+ * escape is not in the bridge's alphabet.
  */
-bool
+enum api_bridge_ns
 api_bridge_rewrite(char **path)
 {
 	const size_t	 plen = sizeof(api_bridge_prefix) - 1;
@@ -25,10 +40,14 @@ api_bridge_rewrite(char **path)
 	char		*p = *path, *rest;
 
 	if (strncmp(p, api_bridge_prefix, plen) != 0)
-		return false;
+		return API_BRIDGE_OUTSIDE;
 	if ((rest = strchr(p + plen, '/')) == NULL)
 		rest = p + strlen(p);
+	if (!api_bridge_id_valid(p + plen, (size_t)(rest - (p + plen)))) {
+		memcpy(p, API_BRIDGE_BAD_PATH, sizeof(API_BRIDGE_BAD_PATH));
+		return API_BRIDGE_BAD_ID;
+	}
 	*path = rest - alen;
 	memcpy(*path, api_bridge_as, alen);
-	return true;
+	return API_BRIDGE_IN;
 }

@@ -236,6 +236,19 @@ af_in_workspace(const struct api_files *f, const char *abs)
 	    (abs[n] == '/' || abs[n] == '\0');
 }
 
+const char *
+api_files_workspace(const struct api_files *f)
+{
+	return f->ws_path;
+}
+
+bool
+api_files_in_workspace(const struct api_files *f, char *path)
+{
+	return path[0] == '/' && files_normalize(path) == 0 &&
+	    af_in_workspace(f, path);
+}
+
 /*
  * The route's "*" is the path after "/v1/file/": "/" before it, decoded
  * once, normalised, made relative to the root.  -1 with errno; q->abs

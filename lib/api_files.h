@@ -10,6 +10,7 @@
 #define TEND_API_FILES_H
 
 #include <limits.h>
+#include <stdbool.h>
 
 #include "files.h"
 #include "http.h"
@@ -26,6 +27,11 @@ struct api_files {
  */
 int	api_files_init(struct api_files *, const char *root,
 	    const char *workspace);
+
+/* The workspace's path, normalised: bridge launches' cwd stays in it. */
+const char *api_files_workspace(const struct api_files *);
+/* path (normalised in place) lies in the workspace. */
+bool	api_files_in_workspace(const struct api_files *, char *path);
 
 /* tend's routes on the files root; the bridge's on the workspace. */
 extern const struct http_route api_files_routes[];

@@ -36,6 +36,8 @@ const char *const api_output_streams[LS_NSTREAMS] = { "stdout", "stderr" };
 
 static void	api_output_raw(struct http_conn *, struct http_req *);
 static void	api_output_logs(struct http_conn *, struct http_req *);
+static void	api_output_exec_follow(struct http_conn *, struct proc *,
+		    const struct follow_sink *);
 
 const struct http_route api_output_routes[] = {
 	{ "GET",	"/v1/processes/{}/stdout",	api_output_raw, NULL },
@@ -338,6 +340,105 @@ static const struct follow_sink api_raw_sink = {
 	api_sink_pending, HTTP_OUT_HIGH
 };
 
+/* ------------------------------------------------------------------ */
+/* The bridge's exec sink: event: stdout|stderr, data: base64; exit */
+
+/* The head, naming the record (NULL: none was made). */
+static int
+api_bsse_begin(struct http_conn *c, const char *id)
+{
+	char	h[PROC_ID_MAX + 64];
+
+	(void)snprintf(h, sizeof(h), "Cache-Control: no-cache\r\n%s%s%s",
+	    id ? "X-Tend-Process-Id: " : "", id ? id : "", id ? "\r\n" : "");
+	return http_stream_begin(c, 200, "text/event-stream",
+	    HTTP_FRAME_CLOSE, h);
+}
+
+/* "event: type" and "data: data": the bridge's framing, not ours. */
+static int
+api_bsse_event(struct http_conn *c, const char *type, const char *data)
+{
+	struct buf	ev = { 0 };
+	int		rc;
+
+	if (buf_printf(&ev, "event: %s\ndata: %s\n\n", type, data) == -1) {
+		http_conn_abort(c);
+		return -1;
+	}
+	rc = http_stream_write(c, ev.data, ev.len);
+	buf_free(&ev);
+	return rc;
+}
+
+static int
+api_bsse_chunk(void *ctx, const struct follow_chunk *ch)
+{
+	struct api_reader	*rd = ctx;
+	struct buf		 b64 = { 0 };
+	int			 rc;
+
+	if (codec_b64_encode(&b64, ch->data, ch->len) == -1 ||
+	    buf_add(&b64, "", 1) == -1) {
+		buf_free(&b64);
+		http_conn_abort(rd->c);
+		return -1;
+	}
+	rc = api_bsse_event(rd->c, api_output_streams[ch->stream], b64.data);
+	buf_free(&b64);
+	return rc;
+}
+
+/* The bridge has no event for lost bytes: the record's status has them. */
+static int
+api_bsse_gap(void *ctx, const struct follow_gap *g)
+{
+	(void)ctx;
+	(void)g;
+	return 0;
+}
+
+/* As a shell reports it: 124 for a timeout, 128 + N for signal N. */
+static int
+api_bsse_code(struct proc *p)
+{
+	cJSON		*x = proc_exit_json(p);
+	const cJSON	*f;
+	int		 code;
+
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "timedOut")))
+		code = BRIDGE_EXIT_TIMEOUT;
+	else if ((f = cJSON_GetObjectItemCaseSensitive(x, "signal")) != NULL)
+		code = 128 + f->valueint;
+	else
+		code = cJSON_GetObjectItemCaseSensitive(x, "code")->valueint;
+	cJSON_Delete(x);
+	return code;
+}
+
+static void
+api_bsse_end(void *ctx, enum follow_why why, const char *cursor)
+{
+	struct api_reader	*rd = ctx;
+	char			 d[64];
+
+	(void)cursor;
+	if (why == FOLLOW_GONE)
+		(void)api_bsse_event(rd->c, "error", "{\"error\":\"the process "
+		    "was removed\",\"code\":\"not_found\"}");
+	else {
+		(void)snprintf(d, sizeof(d), "{\"exit_code\":%d}",
+		    api_bsse_code(follow_proc(rd->f)));
+		(void)api_bsse_event(rd->c, "exit", d);
+	}
+	api_reader_finish(rd);
+}
+
+static const struct follow_sink api_bsse_sink = {
+	api_bsse_chunk, api_bsse_gap, api_bsse_end, api_sse_beat,
+	api_sink_pending, HTTP_OUT_HIGH
+};
+
 /* Start streaming: the reply head is sent, then the first pump. */
 static void
 api_reader_stream(struct api_reader *rd, const struct follow_sink *sink)
@@ -350,6 +451,8 @@ api_reader_stream(struct api_reader *rd, const struct follow_sink *sink)
 	if (sink == &api_raw_sink)
 		rc = http_stream_begin(c, 200, "application/octet-stream",
 		    HTTP_FRAME_CHUNKED, NULL);
+	else if (sink == &api_bsse_sink)
+		rc = api_bsse_begin(c, proc_id(follow_proc(rd->f)));
 	else
 		rc = http_sse_begin(c);
 	http_conn_own(c, rd, api_sink_drained, api_sink_closed);
@@ -603,6 +706,14 @@ api_output_logs(struct http_conn *c, struct http_req *r)
 void
 api_output_exec_stream(struct http_conn *c, struct proc *p)
 {
+	api_output_exec_follow(c, p, &api_sse_sink);
+}
+
+/* A running record's output from its start to its root's exit, into sink. */
+static void
+api_output_exec_follow(struct http_conn *c, struct proc *p,
+    const struct follow_sink *sink)
+{
 	struct follow_opts	 o = { 0 };
 	struct follow_src	 src = { 0 };
 	struct api_reader	*rd;
@@ -627,5 +738,39 @@ api_output_exec_stream(struct http_conn *c, struct proc *p)
 		return;
 	}
 	(void)follow_seek(rd->f, NULL, true);
-	api_reader_stream(rd, &api_sse_sink);
+	api_reader_stream(rd, sink);
+}
+
+/* ------------------------------------------------------------------ */
+/* The bridge's exec */
+
+void
+api_output_bridge_exec_stream(struct http_conn *c, struct proc *p)
+{
+	api_output_exec_follow(c, p, &api_bsse_sink);
+}
+
+void
+api_output_bridge_exec_failed(struct http_conn *c, const char *argv0,
+    int err)
+{
+	struct buf	msg = { 0 }, b64 = { 0 };
+	bool		noent = err == ENOENT || err == ENOTDIR;
+	char		d[32];
+
+	if (buf_printf(&msg, "%s: %s\n", argv0, noent ? "command not found" :
+	    strerror(err)) == -1 || codec_b64_encode(&b64, msg.data,
+	    msg.len) == -1 || buf_add(&b64, "", 1) == -1) {
+		http_reply_error(c, 503, "busy", "out of memory");
+		goto out;
+	}
+	(void)snprintf(d, sizeof(d), "{\"exit_code\":%d}", noent ?
+	    BRIDGE_EXIT_NOT_FOUND : BRIDGE_EXIT_NOT_EXEC);
+	if (api_bsse_begin(c, NULL) == 0 &&
+	    api_bsse_event(c, "stderr", b64.data) == 0 &&
+	    api_bsse_event(c, "exit", d) == 0)
+		http_stream_end(c);
+out:
+	buf_free(&msg);
+	buf_free(&b64);
 }

@@ -20,6 +20,16 @@ extern const char *const api_output_streams[LS_NSTREAMS];
  */
 void	api_output_exec_stream(struct http_conn *, struct proc *);
 
+/*
+ * The bridge's exec stream: "event: stdout|stderr" + "data: <base64>",
+ * then "event: exit" + {"exit_code":N} (124: timed out; 128 + N: signal
+ * N), with the record's ID in X-Tend-Process-Id.  _failed: a command
+ * that could not be started, as a shell says it (stderr, 127 or 126).
+ */
+void	api_output_bridge_exec_stream(struct http_conn *, struct proc *);
+void	api_output_bridge_exec_failed(struct http_conn *, const char *argv0,
+	    int err);
+
 /* Query checks. */
 /* ?follow= and ?offset= of a raw stream: 0, or -1 with 400. */
 int	api_output_raw_query(struct http_req *, int *follow, uint64_t *offset,

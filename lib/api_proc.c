@@ -20,7 +20,7 @@
 #define API_STDIN_BUSY		1	/* before any of its bytes */
 #define API_STDIN_BUSY_PART	2	/* after some were written */
 
-static void	api_launch(struct http_conn *, struct http_req *);
+static void	api_proc_launch(struct http_conn *, struct http_req *);
 static void	api_list(struct http_conn *, struct http_req *);
 static void	api_status(struct http_conn *, struct http_req *);
 static void	api_kill(struct http_conn *, struct http_req *);
@@ -31,7 +31,7 @@ static void	api_wait(struct http_conn *, struct http_req *);
 static void	api_delete(struct http_conn *, struct http_req *);
 
 const struct http_route api_proc_routes[] = {
-	{ "POST",	"/v1/processes",		api_launch, NULL },
+	{ "POST",	"/v1/processes",		api_proc_launch, NULL },
 	{ "GET",	"/v1/processes",		api_list, NULL },
 	{ "GET",	"/v1/processes/{}",		api_status, NULL },
 	{ "DELETE",	"/v1/processes/{}",		api_delete, NULL },
@@ -137,7 +137,13 @@ out:
 /* Launch, list, status, kill, delete */
 
 static void
-api_launch(struct http_conn *c, struct http_req *r)
+api_proc_launch(struct http_conn *c, struct http_req *r)
+{
+	api_proc_launch_cwd(c, r, NULL);
+}
+
+void
+api_proc_launch_cwd(struct http_conn *c, struct http_req *r, const char *cwd)
 {
 	struct proc_opts	 o;
 	struct api_err		 e;
@@ -153,12 +159,17 @@ api_launch(struct http_conn *c, struct http_req *r)
 		return;
 	}
 	if (api_launch_opts(j, false, api_of(c)->default_user, &o, &argv,
-	    &env, &e) == -1)
+	    &env, &e) == -1) {
 		api_reply_err(c, &e);
-	else if ((p = proc_spawn(api_of(c)->tab, &o, &failed, &err)) == NULL)
+		goto out;
+	}
+	if (cwd != NULL)
+		o.cwd = cwd;
+	if ((p = proc_spawn(api_of(c)->tab, &o, &failed, &err)) == NULL)
 		api_reply_spawn_error(c, failed, err, o.id);
 	else
 		api_reply_status(c, p);
+out:
 	api_launch_free(argv, env);
 	cJSON_Delete(j);
 }

@@ -9,6 +9,10 @@
 
 extern const struct http_route api_proc_routes[];
 
+/* POST /v1/processes with cwd (if not NULL) for the body's: the bridge's. */
+void	api_proc_launch_cwd(struct http_conn *, struct http_req *,
+	    const char *cwd);
+
 /* ?state= of a list into want[16] ("" for all): 0, or -1 with 400. */
 int	api_proc_state_query(struct http_req *, char want[16],
 	    struct api_err *);

@@ -1438,6 +1438,7 @@ http_status_text(int status)
 	case 416: return "Range Not Satisfiable";
 	case 422: return "Unprocessable Entity";
 	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
 	case 503: return "Service Unavailable";
 	case 507: return "Insufficient Storage";
 	default: return "Unknown";

@@ -1300,6 +1300,25 @@ proc_grace_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 int
+proc_terminate(struct proc *p)
+{
+	if (p->state != PROC_RUNNING) {
+		errno = ESRCH;
+		return -1;
+	}
+	(void)proc_group_kill(p, SIGTERM);
+	if (!ev_is_active(&p->grace))
+		ev_timer_start(p->tab->loop, &p->grace);
+	return 0;
+}
+
+double
+proc_grace(struct proc *p)
+{
+	return p->grace_s;
+}
+
+int
 proc_kill(struct proc *p, int sig, bool group)
 {
 	if (p->state != PROC_RUNNING) {
@@ -1476,10 +1495,9 @@ proc_exit_json(struct proc *p)
 	if ((e = cJSON_CreateObject()) == NULL)
 		return NULL;
 	cJSON_AddNumberToObject(e, "code", p->code);
+	/* Absent, not null, unless signalled: schema-validating clients. */
 	if (p->sig)
 		cJSON_AddNumberToObject(e, "signal", p->sig);
-	else
-		cJSON_AddNullToObject(e, "signal");
 	cJSON_AddBoolToObject(e, "timedOut", p->timed_out);
 	return e;
 }

@@ -213,6 +213,9 @@ struct proc *proc_find(struct proctab *, const char *id);
 void	proc_reaped(struct proctab *, pid_t, int wstatus);
 /* Signal the group (or the root alone).  -1 and errno. */
 int	proc_kill(struct proc *, int sig, bool group);
+/* TERM the group, KILL it after the record's killGrace; -1 ESRCH: ended. */
+int	proc_terminate(struct proc *);
+double	proc_grace(struct proc *);	/* killGrace, s */
 /* Queue bytes for stdin; close after them if close is set. */
 int	proc_stdin(struct proc *, const void *, size_t, bool close);
 /*

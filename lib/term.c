@@ -380,10 +380,9 @@ term_exit_json(struct term *t)
 	if (t->state == TERM_RUNNING || (e = cJSON_CreateObject()) == NULL)
 		return NULL;
 	cJSON_AddNumberToObject(e, "code", t->code);
+	/* Absent, not null, unless signalled (DESIGN §4), as a process's. */
 	if (t->sig)
 		cJSON_AddNumberToObject(e, "signal", t->sig);
-	else
-		cJSON_AddNullToObject(e, "signal");
 	return e;
 }
 

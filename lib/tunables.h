@@ -161,4 +161,12 @@
 #define SHIM_BACKOFF_MAX	30.0		/* s, the doubling stops here */
 #define SHIM_BACKOFF_RESET	30.0		/* s up: the next delay is the first */
 
+/* The bridge's namespace (lib/api_sandbox.c, the exec sink). */
+#define BRIDGE_EXIT_TIMEOUT	124	/* exec's exit_code after its timeout */
+#define BRIDGE_EXIT_NOT_EXEC	126	/* a command that cannot be executed */
+#define BRIDGE_EXIT_NOT_FOUND	127	/* a command that is not there */
+#define BRIDGE_NAME_MAX		64	/* POST /v1/sandbox's id, from the host name */
+#define BRIDGE_DELETE_POLL	0.02	/* s, DELETE looks whether all ended */
+#define BRIDGE_DELETE_SLACK	1.0	/* s past the longest grace: reply anyway */
+
 #endif

@@ -10,8 +10,8 @@
 
 Suite *api_bridge_suite(void);
 
-/* Rewrite path in a buffer of its own: in the namespace?  *out the result. */
-static bool
+/* Rewrite path in a buffer of its own: where it lies; *out the result. */
+static enum api_bridge_ns
 map(const char *path, char *b, size_t n, char **out)
 {
 	ck_assert_uint_lt(strlen(path), n);
@@ -28,8 +28,7 @@ START_TEST(prefix_routed_as_api)
 		{ "/v1/sandbox/a-much-longer-sandbox-id/files/f",
 		  "/v1/files/f" },
 		{ "/v1/sandbox/s/processes/k1/kill", "/v1/processes/k1/kill" },
-		/* The ID is not the agent's to check, an empty one included. */
-		{ "/v1/sandbox//processes/p", "/v1/processes/p" },
+		{ "/v1/sandbox/A.b_c-9/running", "/v1/running" },
 		/* No path after the ID: the API's "/v1", which has no route. */
 		{ "/v1/sandbox/sb", "/v1" },
 		{ "/v1/sandbox/sb/hello", "/v1/hello" },
@@ -38,8 +37,8 @@ START_TEST(prefix_routed_as_api)
 	size_t	i;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ck_assert_msg(map(cases[i][0], b, sizeof(b), &p), "%s: not mapped",
-		    cases[i][0]);
+		ck_assert_msg(map(cases[i][0], b, sizeof(b), &p) ==
+		    API_BRIDGE_IN, "%s: not mapped", cases[i][0]);
 		ck_assert_str_eq(p, cases[i][1]);
 		/* In place and never longer, as http_map_fn requires. */
 		ck_assert(p >= b && p + strlen(p) == b + strlen(cases[i][0]));
@@ -57,11 +56,37 @@ START_TEST(outside_untouched)
 	size_t	i;
 
 	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-		ck_assert_msg(!map(paths[i], b, sizeof(b), &p), "%s",
-		    paths[i]);
+		ck_assert_msg(map(paths[i], b, sizeof(b), &p) ==
+		    API_BRIDGE_OUTSIDE, "%s", paths[i]);
 		ck_assert_ptr_eq(p, b);
 		ck_assert_str_eq(p, paths[i]);
 	}
+}
+END_TEST
+
+/* A bad ID, whatever follows it, is routed as the 400's path. */
+START_TEST(bad_id_routed_to_400)
+{
+	static const char *const paths[] = {
+		"/v1/sandbox//processes/p", "/v1/sandbox/", "/v1/sandbox/a;b",
+		"/v1/sandbox/a%20b/exec", "/v1/sandbox/$(id)/running",
+		"/v1/sandbox/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+		"aaaaaaaaaaaaaaaaa/running",		/* 129 */
+	};
+	char	b[256], *p;
+	size_t	i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		ck_assert_msg(map(paths[i], b, sizeof(b), &p) ==
+		    API_BRIDGE_BAD_ID, "%s", paths[i]);
+		ck_assert_str_eq(p, API_BRIDGE_BAD_PATH);
+	}
+	/* 128 is the longest. */
+	memset(b, 'a', 128);
+	b[128] = '\0';
+	ck_assert(api_bridge_id_valid(b, 128));
+	ck_assert(!api_bridge_id_valid(b, 0));
 }
 END_TEST
 
@@ -73,6 +98,7 @@ api_bridge_suite(void)
 
 	tcase_add_test(tc, prefix_routed_as_api);
 	tcase_add_test(tc, outside_untouched);
+	tcase_add_test(tc, bad_id_routed_to_400);
 	suite_add_tcase(s, tc);
 	return s;
 }
