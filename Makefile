@@ -53,7 +53,7 @@ DEPS_record	:= codec fsutil log logstore spawn
 DEPS_boot	:= codec fsutil log record
 DEPS_proc	:= boot buf codec log logstore record spawn
 DEPS_api_bridge	:=
-DEPS_follow	:= codec cursor log logstore proc
+DEPS_follow	:= codec cursor log logstore proc term
 DEPS_api	:= api_bridge boot codec http proc
 DEPS_api_proc	:= api http log proc record
 DEPS_api_output	:= api buf codec follow http logstore proc record
@@ -61,6 +61,8 @@ DEPS_api_exec	:= api api_output buf codec http logstore proc
 DEPS_api_health	:= api buf codec http log proc term
 DEPS_term	:= boot buf codec log logstore pty record spawn
 DEPS_api_term	:= api boot http record term
+DEPS_wsconn	:= buf http log ws
+DEPS_api_term_ws	:= api api_output buf codec follow http record term ws wsconn
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
 # What a suite's own test code uses beyond its module (test helpers only).

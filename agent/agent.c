@@ -52,12 +52,14 @@ static const struct http_route *const agent_routes[] = {
 	api_exec_routes,
 	api_files_routes,
 	api_term_routes,
+	api_term_ws_routes,
 	NULL
 };
 
 /* The bridge's own, matched before those in its namespace. */
 static const struct http_route *const agent_bridge_routes[] = {
 	api_files_bridge_routes,
+	api_term_bridge_routes,
 	NULL
 };
 

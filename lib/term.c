@@ -366,6 +366,12 @@ term_id(struct term *t)
 	return t->id;
 }
 
+int64_t
+term_created_ms(struct term *t)
+{
+	return t->created_ms;
+}
+
 bool
 term_ended(struct term *t)
 {
