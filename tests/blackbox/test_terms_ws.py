@@ -10,7 +10,7 @@ import sys
 import time
 import unittest
 
-from harness import AgentTestCase, poll, scaled
+from harness import TEND_BIN, AgentTestCase, poll, scaled
 from test_terms import SHELL, SHELL_ENV, TermCase
 
 try:
@@ -336,6 +336,56 @@ class TestBridgePty(TermCase):
             await c.wait_out(b"PROMPT> ")
             await c.ws.close()
         run(go())
+
+
+class TestTendTerm(TermCase):
+    """tend term driven through a pseudo-terminal (Python's pty module)."""
+
+    def spawn(self, a, *args):
+        import pty
+        import subprocess
+        m, sl = pty.openpty()
+        env = dict(os.environ, TEND_SOCKET=a.sock)
+        p = subprocess.Popen([TEND_BIN, "term"] + list(args),
+                             stdin=sl, stdout=sl, stderr=sl, env=env, close_fds=True,
+                             start_new_session=True)
+        os.close(sl)
+        self.addCleanup(lambda: (p.poll() is None and p.kill(), p.wait()))
+        self.addCleanup(os.close, m)
+        return p, m
+
+    def read_until(self, m, needle, seen, timeout=5.0):
+        import select
+        end = time.monotonic() + scaled(timeout)
+        while needle not in seen[0]:
+            left = end - time.monotonic()
+            self.assertGreater(left, 0, "no %r in %r" % (needle, seen[0][-300:]))
+            r, _, _ = select.select([m], [], [], left)
+            if r:
+                try:
+                    seen[0] += os.read(m, 65536)
+                except OSError:
+                    break
+        self.assertIn(needle, seen[0])
+
+    def test_attach_detach_reattach(self):
+        a = self.agent()
+        p, m = self.spawn(a, "--id", "dev", "-e", "PS1=PROMPT> ", "-e", "HOME=/tmp", "--",
+                          *SHELL)
+        seen = [b""]
+        self.read_until(m, b"PROMPT> ", seen)
+        os.write(m, b"echo hi$((20+1))\r")
+        self.read_until(m, b"hi21", seen)
+        os.write(m, b"\x1d")
+        self.assertEqual(p.wait(timeout=scaled(5)), 0)
+        self.assertEqual(a.get("/v1/terminals/dev").json["status"], "running")
+        # Reattach: the replay first, then live; the exit code is tend's.
+        p2, m2 = self.spawn(a, "--id", "dev")
+        seen2 = [b""]
+        self.read_until(m2, b"hi21", seen2)
+        os.write(m2, b"exit 5\r")
+        self.assertEqual(p2.wait(timeout=scaled(5)), 5)
+        self.assertEqual(a.get("/v1/terminals/dev").json["status"], "exited")
 
 
 if __name__ == "__main__":
