@@ -107,7 +107,7 @@ cli_term_connect(struct cli *c, const char *id, struct buf *rest)
 	unsigned char		 nonce[16];
 	struct buf		 key = { 0 }, req = { 0 };
 	unsigned int		 cols, rows;
-	char			 b[512], *end;
+	char			 b[512], *end = NULL;
 	ssize_t			 n;
 	int			 fd;
 
@@ -134,8 +134,8 @@ cli_term_connect(struct cli *c, const char *id, struct buf *rest)
 	n = write(fd, buf_head(&req), buf_avail(&req));
 	buf_free(&key);
 	buf_free(&req);
-	while (n > 0 && (end = memmem(rest->data, rest->len, "\r\n\r\n",
-	    4)) == NULL) {
+	while (n > 0 && (rest->len == 0 || (end = memmem(rest->data,
+	    rest->len, "\r\n\r\n", 4)) == NULL)) {
 		if ((n = read(fd, b, sizeof(b))) > 0)
 			(void)buf_add(rest, b, (size_t)n);
 	}

@@ -297,8 +297,8 @@ api_opt_tags(const cJSON *f, struct proc_opts *o, struct api_err *e)
 }
 
 /* user: a name or a uid (number, or digits in a string) that exists. */
-static int
-api_opt_user(const cJSON *f, struct proc_opts *o, struct api_err *e)
+int
+api_user(const cJSON *f, struct api_user *u, struct api_err *e)
 {
 	struct passwd	*pw = NULL;
 	char		*end;
@@ -321,15 +321,26 @@ api_opt_user(const cJSON *f, struct proc_opts *o, struct api_err *e)
 		api_err_invalid(e, "user", "no such user");
 		return -1;
 	}
-	o->has_user = true;
-	o->uid = pw->pw_uid;
-	o->gid = pw->pw_gid;
+	u->uid = pw->pw_uid;
+	u->gid = pw->pw_gid;
 	/* initgroups wants the name; keep it past getpw*'s buffer. */
-	if (snprintf(o->user_name, sizeof(o->user_name), "%s",
-	    pw->pw_name) >= (int)sizeof(o->user_name)) {
+	if (snprintf(u->name, u->size, "%s", pw->pw_name) >= (int)u->size) {
 		api_err_invalid(e, "user", "user name too long");
 		return -1;
 	}
+	return 0;
+}
+
+static int
+api_opt_user(const cJSON *f, struct proc_opts *o, struct api_err *e)
+{
+	struct api_user	u = { 0, 0, o->user_name, sizeof(o->user_name) };
+
+	if (api_user(f, &u, e) == -1)
+		return -1;
+	o->has_user = true;
+	o->uid = u.uid;
+	o->gid = u.gid;
 	o->user = o->user_name;
 	return 0;
 }

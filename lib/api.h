@@ -79,6 +79,14 @@ struct proc *api_proc(struct api *, struct http_req *, struct api_err *);
 int	api_launch_opts(const cJSON *j, bool exec, struct proc_opts *,
 	    char ***argvbuf, char ***envbuf, struct api_err *);
 void	api_launch_free(char **argv, char **env);
+/* A request's "user" (name or uid, in the passwd database); name its. */
+struct api_user {
+	uid_t		 uid;
+	gid_t		 gid;
+	char		*name;		/* the caller's buffer, of size */
+	size_t		 size;
+};
+int	api_user(const cJSON *, struct api_user *, struct api_err *);
 /*
  * A request body as JSON: well-formed UTF-8, one JSON value and nothing
  * after it, no NUL inside strings.  NULL with 400.

@@ -237,7 +237,10 @@ class TestConnect(TermCase):
         st = a.get("/v1/terminals/%s" % t["id"]).json
         self.assertEqual(st["status"], "exited", st)
         self.assertGreater(st["outputBytes"], 50 << 20)
-        limit = 1024 if not os.environ.get("TEND_SLOW") else 4096
+        # A sanitizer build's allocator keeps freed chunks in quarantine.
+        limit = 1024 if not os.environ.get("TEND_SLOW") else 8192
+        print("slow client: RSS %d -> %d KiB, %d bytes stored" % (before, peak, st["outputBytes"]),
+              file=sys.stderr)
         self.assertLess(peak - before, limit, "RSS grew from %d to %d KiB" % (before, peak))
         self.assertEqual(a.get("/v1/terminals").status, 200)
         s.close()
