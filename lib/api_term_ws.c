@@ -71,6 +71,7 @@ api_term_follow(struct termtab *tt, struct term *t, bool follow,
 	src.started = ts;
 	o.walk = FOLLOW_RECORDS;
 	o.follow = follow;
+	o.eager = true;		/* keystroke echo: no merge wait */
 	if ((f = follow_new(tt->loop, &src, &o)) == NULL) {
 		api_err_nomem(e);
 		return NULL;

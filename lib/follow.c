@@ -205,8 +205,13 @@ follow_skip_gone(struct follow *f)
 static bool
 follow_waits_tail(struct follow *f)
 {
-	return f->live && f->seq + 1 == f->ls->nrec && !follow_ended(f) &&
-	    logstore_tail_open(f->ls) > 0;
+	if (!f->live || f->seq + 1 != f->ls->nrec || follow_ended(f) ||
+	    logstore_tail_open(f->ls) <= 0)
+		return false;
+	if (!f->o.eager)
+		return true;
+	logstore_seal(f->ls);	/* later bytes go to a new record */
+	return false;
 }
 
 /*
@@ -217,7 +222,8 @@ follow_waits_tail(struct follow *f)
  * crossed in steps, the loop serving others in between.  A live follower
  * is not handed a last record that may still grow: reading would make it
  * final, and a process writing a byte at a time would then cost a record
- * per write; it gets it once it is closed, LS_MERGE_MS later at most.
+ * per write; it gets it once it is closed, LS_MERGE_MS later at most
+ * (an eager one, a terminal's keystroke echo, takes it now and closes it).
  */
 static enum walk
 follow_next_rec(struct follow *f, struct ls_rec *rec)

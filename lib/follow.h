@@ -91,6 +91,8 @@ struct follow_opts {
 	enum follow_walk walk;
 	bool		 follow;	/* wait for more until the end */
 	bool		 tell_dropped;	/* a gap for bytes the disk refused */
+	bool		 eager;		/* take a last record still open now,
+					   sealing it (an interactive reader) */
 	int		 stream;	/* FOLLOW_BYTES */
 	uint64_t	 offset;	/* FOLLOW_BYTES */
 };

@@ -82,6 +82,7 @@ static char	*term_meta_json(struct term *, const struct term_opts *);
 static void	term_write_status(struct term *);
 static void	term_out_cb(struct ev_loop *, ev_io *, int);
 static void	term_outwait_cb(struct ev_loop *, ev_timer *, int);
+static void	term_out_wake(struct term *);
 static void	term_endwait_cb(struct ev_loop *, ev_timer *, int);
 static void	term_grace_cb(struct ev_loop *, ev_timer *, int);
 static void	term_in_cb(struct ev_loop *, ev_io *, int);
@@ -667,6 +668,19 @@ term_out_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 }
 
+/*
+ * Input went in: its echo is due, so a master resting after a short read
+ * is read again now, not LOG_READ_WAIT later (keystroke echo latency).
+ */
+static void
+term_out_wake(struct term *t)
+{
+	if (t->master != -1 && ev_is_active(&t->outwait)) {
+		ev_timer_stop(t->tab->loop, &t->outwait);
+		ev_io_start(t->tab->loop, &t->outio);
+	}
+}
+
 static void
 term_outwait_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -960,6 +974,7 @@ term_input_flush(struct term *t)
 			return;
 		}
 		buf_consume(&t->inbuf, (size_t)n);
+		term_out_wake(t);
 	}
 	if (t->master != -1)
 		ev_io_stop(t->tab->loop, &t->inio);
