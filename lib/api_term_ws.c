@@ -85,6 +85,24 @@ api_term_follow(struct termtab *tt, struct term *t, bool follow,
 	return f;
 }
 
+/* The current boot's terminal the route's {} names, or NULL after a reply. */
+static struct term *
+api_term_named(struct http_conn *c, struct http_req *r)
+{
+	struct api_err	 e;
+	struct term	*t;
+	int		 fd;
+
+	if (api_pin(api_of(c), r, false, &fd, &e) != 0) {
+		api_reply_err(c, &e);
+		return NULL;
+	}
+	if ((t = term_find(api_of(c)->terms, r->param[0])) == NULL)
+		http_reply_error(c, 404, "not_found", "no terminal '%.128s' in "
+		    "this boot", r->param[0]);
+	return t;
+}
+
 /* "cols" and "rows" of a query: absent 0, else 1..PTY_MAX_DIM. */
 static int
 api_term_query_dims(struct http_req *r, unsigned int *cols,
@@ -475,17 +493,12 @@ api_term_connect(struct http_conn *c, struct http_req *r)
 	struct term	*t;
 	unsigned int	 cols, rows;
 	char		 hdr[64], cur[CURSOR_MAX + 1];
-	int		 fd;
 
-	if (api_pin(api_of(c), r, false, &fd, &e) != 0 ||
-	    api_term_handshake(r, hdr, sizeof(hdr), &e) == -1 ||
+	if ((t = api_term_named(c, r)) == NULL)
+		return;
+	if (api_term_handshake(r, hdr, sizeof(hdr), &e) == -1 ||
 	    api_term_query_dims(r, &cols, &rows, &e) == -1) {
 		api_reply_err(c, &e);
-		return;
-	}
-	if ((t = term_find(tt, r->param[0])) == NULL) {
-		http_reply_error(c, 404, "not_found", "no terminal '%.128s' in "
-		    "this boot", r->param[0]);
 		return;
 	}
 	switch (http_query(r, "cursor", cur, sizeof(cur))) {
@@ -557,7 +570,10 @@ api_pty_term(struct http_req *r, struct termtab *tt, const char *id,
 	return NULL;
 }
 
-/* The bridge's GET /v1/sandbox/{id}/pty (routed as /v1/pty)?cols=&rows=&shell=&cwd=&terminalId= */
+/*
+ * The bridge's GET /v1/sandbox/{id}/pty?cols=&rows=&shell=&cwd=&terminalId=
+ * (routed as /v1/pty).
+ */
 static void
 api_term_pty(struct http_conn *c, struct http_req *r)
 {
@@ -724,23 +740,18 @@ tsse_closed(struct http_conn *c, void *owner)
 static void
 api_term_output(struct http_conn *c, struct http_req *r)
 {
-	struct termtab	*tt = api_of(c)->terms;
 	struct api_err	 e;
 	struct tsse	*rd;
 	struct term	*t;
 	const char	*since;
 	char		 q[CURSOR_MAX + 1];
-	int		 replay, follow, fd;
+	int		 replay, follow;
 
-	if (api_pin(api_of(c), r, false, &fd, &e) != 0 ||
-	    api_output_since_query(r, &replay, &follow, &since, q, sizeof(q),
+	if ((t = api_term_named(c, r)) == NULL)
+		return;
+	if (api_output_since_query(r, &replay, &follow, &since, q, sizeof(q),
 	    &e) == -1) {
 		api_reply_err(c, &e);
-		return;
-	}
-	if ((t = term_find(tt, r->param[0])) == NULL) {
-		http_reply_error(c, 404, "not_found", "no terminal '%.128s' in "
-		    "this boot", r->param[0]);
 		return;
 	}
 	if ((rd = calloc(1, sizeof(*rd))) == NULL) {
@@ -749,8 +760,8 @@ api_term_output(struct http_conn *c, struct http_req *r)
 	}
 	rd->c = c;
 	snprintf(rd->id, sizeof(rd->id), "%s", term_id(t));
-	if ((rd->f = api_term_follow(tt, t, follow, since, replay,
-	    &e)) == NULL) {
+	if ((rd->f = api_term_follow(api_of(c)->terms, t, follow, since,
+	    replay, &e)) == NULL) {
 		api_reply_err(c, &e);
 		free(rd);
 		return;
