@@ -58,6 +58,7 @@ static const struct http_route *const agent_routes[] = {
 	api_files_routes,
 	api_term_routes,
 	api_sandbox_routes,
+	api_term_ws_routes,
 	NULL
 };
 
@@ -65,6 +66,7 @@ static const struct http_route *const agent_routes[] = {
 static const struct http_route *const agent_bridge_routes[] = {
 	api_sandbox_bridge_routes,
 	api_files_bridge_routes,
+	api_term_bridge_routes,
 	NULL
 };
 

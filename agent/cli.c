@@ -252,6 +252,14 @@ static const struct cli_opt cli_opts_send[] = {
 	{ NULL, 0, NULL, 0, NULL }
 };
 
+static const struct cli_opt cli_opts_term[] = {
+	{ "id", 0, "ID", OPT_ID, "the terminal's ID: attach, or create it" },
+	{ "cwd", 0, "DIR", OPT_CWD, "working directory of a new terminal" },
+	{ "env", 'e', "K=V", OPT_ENV,
+	    "add K=V to a new terminal's environment (repeatable)" },
+	{ NULL, 0, NULL, 0, NULL }
+};
+
 static const struct cli_opt cli_opts_rm[] = {
 	{ "force", 'f', NULL, OPT_FORCE, "kill the process first if it runs" },
 	CLI_JSON_QUIET,
@@ -381,6 +389,14 @@ static const struct cli_cmd cli_cmds[] = {
 	    "made if missing.  Entries that would land outside DIR\n"
 	    "(absolute, '..', through a link, devices) are refused: exit 1,\n"
 	    "entries before the refused one stay." },
+	{ "term", cli_term, cli_opts_term,
+	    "[--id ID] [--cwd DIR] [-e K=V] [-- ARGV...]", 0, -1, CMD_ORDERED,
+	    "attach this terminal to a tend terminal",
+	    "Attach the caller's terminal to terminal ID (created when the\n"
+	    "ID is new; without --id, a new one), running ARGV or the login\n"
+	    "shell: its retained output is replayed first.  Ctrl-] detaches\n"
+	    "and leaves it running (exit 0); when its process ends, tend\n"
+	    "exits with its exit code." },
 	{ "help", cli_help, cli_opts_none, "[COMMAND]", 0, 1, 0,
 	    "show the help of tend or of a command",
 	    "Show the help of tend, or of COMMAND." },

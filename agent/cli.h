@@ -12,6 +12,7 @@
  *	cli_sse.c	the event stream of a process's output
  *	cli_fmt.c	what replies hold and how they print
  *	cli_files.c	cat, put, ls, persist, hydrate: the file routes
+ *	cli_term.c	term: a terminal attached over the connect route
  */
 #ifndef TEND_CLI_H
 #define TEND_CLI_H
@@ -134,6 +135,9 @@ int	cli_cmd_kill(struct cli *);
 int	cli_cmd_send(struct cli *);
 int	cli_cmd_rm(struct cli *);
 cJSON	*cli_cmd_launch_body(struct cli *, const char *);
+
+/* cli_term.c */
+int	cli_term(struct cli *);
 
 /* cli_files.c */
 int	cli_files_cat(struct cli *);

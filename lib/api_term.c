@@ -22,29 +22,14 @@
 #define API_TERM_BUSY		1	/* before any of its bytes */
 #define API_TERM_BUSY_PART	2	/* after some were written */
 
-/* Why a body was refused: the handler replies with it. */
-struct api_term_err {
-	int		 status;
-	const char	*code;
-	const char	*field;		/* or NULL */
-	char		 msg[128];
-};
-
-static int	api_term_err(struct api_term_err *, int, const char *,
+static int	api_term_err(struct api_err *, int, const char *,
 		    const char *, const char *);
 static int	api_term_dims(const cJSON *, unsigned int *, unsigned int *,
-		    struct api_term_err *);
-static int	api_term_strv(const cJSON *, char ***, struct api_term_err *);
-static int	api_term_env(const cJSON *, char ***, struct api_term_err *);
-static int	api_term_confine(const cJSON *, const char *,
-		    struct term_opts *, struct api_confine *,
-		    struct api_term_err *);
+		    struct api_err *);
+static int	api_term_strv(const cJSON *, char ***, struct api_err *);
+static int	api_term_env(const cJSON *, char ***, struct api_err *);
 static int	api_term_opts(const cJSON *, const char *, struct term_opts *,
-		    char ***, char ***, struct api_confine *,
-		    struct api_term_err *);
-static void	api_term_reply_err(struct http_conn *,
-		    const struct api_term_err *);
-static void	api_term_free_vec(char **, char **);
+		    char ***, char ***, struct api_confine *, struct api_err *);
 static struct termtab *api_terms(struct http_conn *);
 static struct term *api_term_of(struct http_conn *, struct http_req *);
 static int	api_term_pinned(struct http_conn *, struct http_req *);
@@ -88,14 +73,12 @@ api_term_body(struct http_conn *c, struct http_req *r)
 /* ------------------------------------------------------------------ */
 /* Validation: an error value, never a reply */
 
+/* api_err_set as "field: msg", and -1 to return. */
 static int
-api_term_err(struct api_term_err *e, int status, const char *code,
+api_term_err(struct api_err *e, int status, const char *code,
     const char *field, const char *msg)
 {
-	e->status = status;
-	e->code = code;
-	e->field = field;
-	snprintf(e->msg, sizeof(e->msg), "%s%s%s", field ? field : "",
+	api_err_set(e, status, code, field, "%s%s%s", field ? field : "",
 	    field ? ": " : "", msg);
 	return -1;
 }
@@ -103,7 +86,7 @@ api_term_err(struct api_term_err *e, int status, const char *code,
 /* "cols" and "rows" of j, each optional: integers 1..PTY_MAX_DIM. */
 static int
 api_term_dims(const cJSON *j, unsigned int *cols, unsigned int *rows,
-    struct api_term_err *e)
+    struct api_err *e)
 {
 	static const char *const names[2] = { "cols", "rows" };
 	unsigned int	*out[2] = { cols, rows };
@@ -123,7 +106,7 @@ api_term_dims(const cJSON *j, unsigned int *cols, unsigned int *rows,
 
 /* argv: a non-empty array of strings, argv[0] non-empty. */
 static int
-api_term_strv(const cJSON *f, char ***argvbuf, struct api_term_err *e)
+api_term_strv(const cJSON *f, char ***argvbuf, struct api_err *e)
 {
 	const cJSON	*x;
 	char		**v;
@@ -152,7 +135,7 @@ api_term_strv(const cJSON *f, char ***argvbuf, struct api_term_err *e)
 
 /* env: an object of strings, as "K=V" entries. */
 static int
-api_term_env(const cJSON *f, char ***envbuf, struct api_term_err *e)
+api_term_env(const cJSON *f, char ***envbuf, struct api_err *e)
 {
 	const cJSON	*x;
 	char		**v;
@@ -184,36 +167,15 @@ api_term_env(const cJSON *f, char ***envbuf, struct api_term_err *e)
 	return 0;
 }
 
-/* "user" and the confinement fields, by the rules of a launch (api.c). */
-static int
-api_term_confine(const cJSON *j, const char *defuser, struct term_opts *o,
-    struct api_confine *c, struct api_term_err *e)
-{
-	struct api_err	ae;
-
-	if (api_confine_opts(j, defuser, c, &ae) == -1) {
-		api_term_err(e, ae.status, ae.code, ae.field, "");
-		snprintf(e->msg, sizeof(e->msg), "%.*s", (int)sizeof(e->msg) - 1,
-		    ae.message);
-		return -1;
-	}
-	o->has_user = c->has_user;
-	o->uid = c->uid;
-	o->gid = c->gid;
-	o->user = c->user[0] != '\0' ? c->user : NULL;
-	o->confine = c->sc;
-	return 0;
-}
-
 /*
  * The body of POST /v1/terminals: {"argv","cwd","env","cols","rows"}
- * (the bridge's rules) and tend's "id", "bufferSize", and "user" with
- * the confinement fields (api_confine_opts).
+ * (the bridge's rules), tend's "id" and "bufferSize", and "user" with
+ * the confinement fields by the rules of a launch (api_confine_opts).
  */
 static int
 api_term_opts(const cJSON *j, const char *defuser, struct term_opts *o,
     char ***argvbuf, char ***envbuf, struct api_confine *c,
-    struct api_term_err *e)
+    struct api_err *e)
 {
 	const cJSON	*f;
 
@@ -254,28 +216,14 @@ api_term_opts(const cJSON *j, const char *defuser, struct term_opts *o,
 			    "within the agent's cap");
 		o->keep = (uint64_t)f->valuedouble;
 	}
-	return api_term_confine(j, defuser, o, c, e);
-}
-
-static void
-api_term_reply_err(struct http_conn *c, const struct api_term_err *e)
-{
-	cJSON	*j = http_error_obj(e->code, "%s", e->msg);
-
-	if (e->field != NULL)
-		cJSON_AddStringToObject(j, "field", e->field);
-	http_reply_json(c, e->status, j);
-}
-
-static void
-api_term_free_vec(char **argv, char **env)
-{
-	size_t	i;
-
-	free(argv);
-	for (i = 0; env != NULL && env[i] != NULL; i++)
-		free(env[i]);
-	free(env);
+	if (api_confine_opts(j, defuser, c, e) == -1)
+		return -1;
+	o->has_user = c->has_user;
+	o->uid = c->uid;
+	o->gid = c->gid;
+	o->user = c->user[0] != '\0' ? c->user : NULL;
+	o->confine = c->sc;
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -347,7 +295,7 @@ api_term_elsewhere(struct http_conn *c, struct http_req *r)
 static void
 api_term_create(struct http_conn *c, struct http_req *r)
 {
-	struct api_term_err	 e;
+	struct api_err	 e;
 	struct term_opts	 o;
 	struct term		*t;
 	struct api_confine	 ac;
@@ -360,7 +308,7 @@ api_term_create(struct http_conn *c, struct http_req *r)
 		return;
 	if (api_term_opts(j, api_of(c)->default_user, &o, &argv, &env, &ac,
 	    &e) == -1)
-		api_term_reply_err(c, &e);
+		api_reply_err(c, &e);
 	else if (o.id != NULL && (t = term_find(api_terms(c), o.id)) != NULL) {
 		if (term_ended(t))
 			http_reply_error(c, 409, "id_taken", "terminal '%s' has "
@@ -374,7 +322,7 @@ api_term_create(struct http_conn *c, struct http_req *r)
 		    "live)", api_terms(c)->maxlive);
 	else
 		api_reply_spawn_error(c, failed, err, o.id);
-	api_term_free_vec(argv, env);
+	api_launch_free(argv, env);
 	cJSON_Delete(j);
 }
 
@@ -492,7 +440,7 @@ api_term_terminate(struct http_conn *c, struct http_req *r)
 static void
 api_term_resize(struct http_conn *c, struct http_req *r)
 {
-	struct api_term_err	 e;
+	struct api_err	 e;
 	struct term		*t;
 	unsigned int		 cols = 0, rows = 0;
 	cJSON			*j;
@@ -501,12 +449,12 @@ api_term_resize(struct http_conn *c, struct http_req *r)
 	if (api_term_pin(c, r, false, &fd) != 0 || (j = api_term_body(c, r)) == NULL)
 		return;
 	if (!cJSON_IsObject(j))
-		api_term_reply_err(c, (api_term_err(&e, 400, "invalid_request",
+		api_reply_err(c, (api_term_err(&e, 400, "invalid_request",
 		    "body", "must be a JSON object"), &e));
 	else if (api_term_dims(j, &cols, &rows, &e) == -1)
-		api_term_reply_err(c, &e);
+		api_reply_err(c, &e);
 	else if (cols == 0 || rows == 0)
-		api_term_reply_err(c, (api_term_err(&e, 400, "invalid_request",
+		api_reply_err(c, (api_term_err(&e, 400, "invalid_request",
 		    cols == 0 ? "cols" : "rows", "is required"), &e));
 	else if ((t = api_term_of(c, r)) == NULL)
 		;

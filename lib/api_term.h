@@ -8,5 +8,8 @@
 #include "http.h"
 
 extern const struct http_route api_term_routes[];
+/* api_term_ws.c: connect (WebSocket) and the output SSE; the bridge's /pty */
+extern const struct http_route api_term_ws_routes[];
+extern const struct http_route api_term_bridge_routes[];
 
 #endif

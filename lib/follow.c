@@ -5,7 +5,7 @@
  * (released and damaged records, the tail that may still grow), the
  * accounting of skipped bytes, the budget of one callback and the
  * heartbeat; the sink owns the transport.  Whether the resource has
- * ended is asked of it (proc_ended), never re-derived here.
+ * ended is asked of it (proc_ended, term_ended), never re-derived here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 
 struct follow {
 	struct proc_watch	 w;		/* the live process, once started */
+	struct term_watch	 tw;		/* or the live terminal */
 	ev_timer		 beat;		/* heartbeat */
 	ev_check		 resume;	/* budget spent: go on next iteration */
 	ev_idle			 spin;		/* ... without blocking first */
@@ -26,6 +27,7 @@ struct follow {
 	struct ev_loop		*loop;
 	struct logstore		*ls;
 	struct proc		*proc;		/* NULL: a closed record */
+	struct term		*term;		/* a terminal's (proc NULL) */
 	enum proc_end		 until;
 	struct follow_opts	 o;
 	const struct follow_sink *sink;
@@ -83,6 +85,7 @@ follow_new(struct ev_loop *loop, const struct follow_src *src,
 	f->loop = loop;
 	f->ls = src->ls;
 	f->proc = src->proc;
+	f->term = src->term;
 	f->until = src->until;
 	f->o = *o;
 	f->off = o->offset;
@@ -134,6 +137,8 @@ follow_seek(struct follow *f, const char *since, bool replay)
 static bool
 follow_ended(struct follow *f)
 {
+	if (f->term != NULL)
+		return term_ended(f->term);
 	return f->proc == NULL || proc_ended(f->proc, f->until);
 }
 
@@ -147,6 +152,12 @@ struct proc *
 follow_proc(struct follow *f)
 {
 	return f->proc;
+}
+
+struct term *
+follow_term(struct follow *f)
+{
+	return f->term;
 }
 
 void
@@ -194,8 +205,13 @@ follow_skip_gone(struct follow *f)
 static bool
 follow_waits_tail(struct follow *f)
 {
-	return f->live && f->seq + 1 == f->ls->nrec && !follow_ended(f) &&
-	    logstore_tail_open(f->ls) > 0;
+	if (!f->live || f->seq + 1 != f->ls->nrec || follow_ended(f) ||
+	    logstore_tail_open(f->ls) <= 0)
+		return false;
+	if (!f->o.eager)
+		return true;
+	logstore_seal(f->ls);	/* later bytes go to a new record */
+	return false;
 }
 
 /*
@@ -206,7 +222,8 @@ follow_waits_tail(struct follow *f)
  * crossed in steps, the loop serving others in between.  A live follower
  * is not handed a last record that may still grow: reading would make it
  * final, and a process writing a byte at a time would then cost a record
- * per write; it gets it once it is closed, LS_MERGE_MS later at most.
+ * per write; it gets it once it is closed, LS_MERGE_MS later at most
+ * (an eager one, a terminal's keystroke echo, takes it now and closes it).
  */
 static enum walk
 follow_next_rec(struct follow *f, struct ls_rec *rec)
@@ -552,6 +569,20 @@ follow_event(struct proc_watch *w, enum proc_event ev)
 }
 
 static void
+follow_term_event(struct term_watch *w, enum term_event ev)
+{
+	struct follow	*f = container_of(w, struct follow, tw);
+
+	if (ev == TERM_EV_GONE) {
+		f->term = NULL;		/* the watch is already off */
+		if (!f->done)
+			follow_end(f, FOLLOW_GONE);
+		return;
+	}
+	follow_pump(f);
+}
+
+static void
 follow_beat(struct ev_loop *loop, ev_timer *t, int revents)
 {
 	struct follow	*f = container_of(t, struct follow, beat);
@@ -569,6 +600,8 @@ follow_start(struct follow *f, const struct follow_sink *sink, void *ctx)
 	f->live = f->o.walk == FOLLOW_RECORDS && f->o.follow;
 	if (f->proc != NULL)
 		proc_watch_add(f->proc, &f->w, follow_event);
+	else if (f->term != NULL)
+		term_watch_add(f->term, &f->tw, follow_term_event);
 	if (sink->beat != NULL)
 		ev_timer_start(f->loop, &f->beat);
 	follow_pump(f);
@@ -613,6 +646,8 @@ follow_free(struct follow *f)
 		return;
 	if (f->w.proc != NULL)
 		proc_watch_del(&f->w);
+	if (f->tw.term != NULL)
+		term_watch_del(&f->tw);
 	follow_log_bad(f);
 	ev_timer_stop(f->loop, &f->beat);
 	ev_timer_stop(f->loop, &f->tailwait);

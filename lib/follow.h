@@ -21,6 +21,7 @@
 #include "cursor.h"
 #include "logstore.h"
 #include "proc.h"
+#include "term.h"
 
 struct follow;
 
@@ -79,6 +80,7 @@ enum follow_walk {
 struct follow_src {
 	struct logstore	*ls;		/* open for the follow's lifetime */
 	struct proc	*proc;		/* watched; NULL: a closed record */
+	struct term	*term;		/* or a terminal, watched (proc NULL) */
 	enum proc_end	 until;		/* what "ended" means to this reader */
 	const char	*boot;		/* cursors name the record: boot, */
 	const char	*id;		/* id */
@@ -89,6 +91,8 @@ struct follow_opts {
 	enum follow_walk walk;
 	bool		 follow;	/* wait for more until the end */
 	bool		 tell_dropped;	/* a gap for bytes the disk refused */
+	bool		 eager;		/* take a last record still open now,
+					   sealing it (an interactive reader) */
 	int		 stream;	/* FOLLOW_BYTES */
 	uint64_t	 offset;	/* FOLLOW_BYTES */
 };
@@ -120,5 +124,6 @@ uint64_t	 follow_skipped(struct follow *);
 /* The resource ended and the reader has all of it. */
 bool		 follow_done(struct follow *);
 struct proc	*follow_proc(struct follow *);
+struct term	*follow_term(struct follow *);	/* NULL once removed */
 
 #endif

@@ -50,8 +50,6 @@ static int	proc_exec(struct proc *, const struct proc_opts *,
 		    const struct proc_pipes *, bool *);
 static void	proc_begin(struct proc *, const struct proc_opts *,
 		    struct proc_pipes *);
-static char	**proc_envp(struct proctab *, char **);
-static char	**proc_strvdup(char **);
 static void	proc_out_cb(struct ev_loop *, ev_io *, int);
 static void	proc_outwait_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_in_cb(struct ev_loop *, ev_io *, int);
@@ -603,7 +601,7 @@ proc_new(struct proctab *t, const struct proc_opts *o)
 		} while (proc_find(t, p->id) != NULL);
 	p->grace_s = o->grace_s;
 	p->stdin_pipe = o->stdin_pipe;
-	p->argv = proc_strvdup(o->argv);
+	p->argv = spawn_strvdup(o->argv);
 	p->cwd = strdup(o->cwd != NULL ? o->cwd :
 	    getcwd(cwd, sizeof(cwd)) != NULL ? cwd : "/");
 	/*
@@ -617,27 +615,6 @@ proc_new(struct proctab *t, const struct proc_opts *o)
 		return NULL;
 	}
 	return p;
-}
-
-/* A copy of every string, or none: a recorded argv is never cut short. */
-static char **
-proc_strvdup(char **v)
-{
-	char	**d;
-	size_t	  n = 0, i;
-
-	while (v[n] != NULL)
-		n++;
-	if ((d = calloc(n + 1, sizeof(char *))) == NULL)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if ((d[i] = strdup(v[i])) == NULL) {
-			while (i-- > 0)
-				free(d[i]);
-			free(d);
-			return NULL;
-		}
-	return d;
 }
 
 static int
@@ -693,36 +670,6 @@ proc_pipes_close(struct proc_pipes *pp)
 }
 
 /*
- * The child's environment: the base environment with the request's
- * entries replacing those of the same name.
- */
-static char **
-proc_envp(struct proctab *t, char **add)
-{
-	char	**envp;
-	size_t	  n = 0, m = 0, i, j, k = 0, len;
-
-	while (t->baseenv[n] != NULL)
-		n++;
-	while (add != NULL && add[m] != NULL)
-		m++;
-	if ((envp = calloc(n + m + 1, sizeof(char *))) == NULL)
-		return NULL;
-	for (i = 0; i < n; i++) {
-		len = strcspn(t->baseenv[i], "=");
-		for (j = 0; j < m; j++)
-			if (strncmp(add[j], t->baseenv[i], len) == 0 &&
-			    add[j][len] == '=')
-				break;
-		if (j == m)
-			envp[k++] = t->baseenv[i];
-	}
-	for (j = 0; j < m; j++)
-		envp[k++] = add[j];
-	return envp;
-}
-
-/*
  * The child: its own session and process group, the three pipes and
  * nothing else of the agent, the children's limits.  -1 and errno.
  */
@@ -735,7 +682,7 @@ proc_exec(struct proc *p, const struct proc_opts *o,
 	pid_t			 pid;
 	int			 err;
 
-	if ((envp = proc_envp(p->tab, o->env)) == NULL)
+	if ((envp = spawn_envp(p->tab->baseenv, o->env, NULL)) == NULL)
 		return -1;
 	memset(&so, 0, sizeof(so));
 	so.argv = o->argv;

@@ -705,3 +705,62 @@ spawn_sh(pid_t *pid, const char *path, posix_spawn_file_actions_t *fa,
 	free(v);
 	return rc;
 }
+
+/* ---------------------------------------------------------------- */
+/* Vectors of the child */
+
+/* A copy of every string, or none: a recorded argv is never cut short. */
+char **
+spawn_strvdup(char **v)
+{
+	char	**d;
+	size_t	  n = 0, i;
+
+	while (v[n] != NULL)
+		n++;
+	if ((d = calloc(n + 1, sizeof(char *))) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if ((d[i] = strdup(v[i])) == NULL) {
+			while (i-- > 0)
+				free(d[i]);
+			free(d);
+			return NULL;
+		}
+	return d;
+}
+
+/* Is the variable of entry e (its name, up to '=') set in v? */
+static bool
+spawn_env_has(char *const *v, const char *e)
+{
+	size_t	len = strcspn(e, "=");
+
+	for (; v != NULL && *v != NULL; v++)
+		if (strncmp(*v, e, len) == 0 && (*v)[len] == '=')
+			return true;
+	return false;
+}
+
+char **
+spawn_envp(char **base, char **add, const char *dflt)
+{
+	char *const	 d[2] = { (char *)dflt, NULL };
+	char		**envp;
+	size_t		  n = 0, m = 0, i, k = 0;
+
+	while (base != NULL && base[n] != NULL)
+		n++;
+	while (add != NULL && add[m] != NULL)
+		m++;
+	if ((envp = calloc(n + m + 2, sizeof(char *))) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		if (!spawn_env_has(add, base[i]) && !spawn_env_has(d, base[i]))
+			envp[k++] = base[i];
+	for (i = 0; i < m; i++)
+		envp[k++] = add[i];
+	if (dflt != NULL && !spawn_env_has(add, dflt))
+		envp[k++] = (char *)dflt;
+	return envp;
+}

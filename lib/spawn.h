@@ -132,4 +132,13 @@ void	spawn_confine_json(cJSON *options, const struct spawn_confine *,
  */
 void	spawn_close_except(int *keep, int n);
 
+/* A copy of a NULL-terminated vector and its strings; NULL: ENOMEM. */
+char	**spawn_strvdup(char **);
+/*
+ * A child's environment (the strings borrowed, the array the caller's to
+ * free): base, with add's entries replacing those of the same name, and
+ * dflt ("K=V" or NULL) replacing base's K unless add sets K.
+ */
+char	**spawn_envp(char **base, char **add, const char *dflt);
+
 #endif

@@ -74,8 +74,6 @@ static void	termtab_tell(struct termtab *, struct term *,
 static bool	term_watched(struct term *);
 static void	term_release_fds(struct term *);
 static struct term *term_new(struct termtab *, const struct term_opts *);
-static char	**term_strvdup(char **);
-static char	**term_envp(struct termtab *, char **);
 static int	term_exec(struct term *, const struct term_opts *,
 		    const char *, bool *);
 static void	term_begin(struct term *, const struct term_opts *);
@@ -84,6 +82,7 @@ static char	*term_meta_json(struct term *, const struct term_opts *);
 static void	term_write_status(struct term *);
 static void	term_out_cb(struct ev_loop *, ev_io *, int);
 static void	term_outwait_cb(struct ev_loop *, ev_timer *, int);
+static void	term_out_wake(struct term *);
 static void	term_endwait_cb(struct ev_loop *, ev_timer *, int);
 static void	term_grace_cb(struct ev_loop *, ev_timer *, int);
 static void	term_in_cb(struct ev_loop *, ev_io *, int);
@@ -366,6 +365,12 @@ term_id(struct term *t)
 	return t->id;
 }
 
+int64_t
+term_created_ms(struct term *t)
+{
+	return t->created_ms;
+}
+
 bool
 term_ended(struct term *t)
 {
@@ -491,7 +496,7 @@ term_new(struct termtab *tt, const struct term_opts *o)
 		term_free(t);
 		return NULL;
 	}
-	t->argv = term_strvdup(o->argv != NULL ? o->argv : dflt);
+	t->argv = spawn_strvdup(o->argv != NULL ? o->argv : dflt);
 	t->cwd = strdup(o->cwd != NULL ? o->cwd :
 	    getcwd(cwd, sizeof(cwd)) != NULL ? cwd : "/");
 	if (t->argv == NULL || t->cwd == NULL) {
@@ -500,67 +505,6 @@ term_new(struct termtab *tt, const struct term_opts *o)
 		return NULL;
 	}
 	return t;
-}
-
-static char **
-term_strvdup(char **v)
-{
-	char	**d;
-	size_t	  n = 0, i;
-
-	while (v[n] != NULL)
-		n++;
-	if ((d = calloc(n + 1, sizeof(char *))) == NULL)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if ((d[i] = strdup(v[i])) == NULL) {
-			while (i-- > 0)
-				free(d[i]);
-			free(d);
-			return NULL;
-		}
-	return d;
-}
-
-/* Is the variable of entry e (its name, up to '=') set in v? */
-static bool
-term_env_has(char **v, const char *e)
-{
-	size_t	len = strcspn(e, "=");
-
-	for (; v != NULL && *v != NULL; v++)
-		if (strncmp(*v, e, len) == 0 && (*v)[len] == '=')
-			return true;
-	return false;
-}
-
-/*
- * The base environment, the request's entries replacing those of the
- * same name, and TERM=xterm-256color unless the request sets TERM: what
- * the agent itself runs under (often none, or "linux") is not the
- * emulator at the other end.
- */
-static char **
-term_envp(struct termtab *tt, char **add)
-{
-	char	**envp, **base = tt->baseenv;
-	size_t	  n = 0, m = 0, i, k = 0;
-
-	while (base != NULL && base[n] != NULL)
-		n++;
-	while (add != NULL && add[m] != NULL)
-		m++;
-	if ((envp = calloc(n + m + 2, sizeof(char *))) == NULL)
-		return NULL;
-	for (i = 0; i < n; i++)
-		if (!term_env_has(add, base[i]) &&
-		    strncmp(base[i], "TERM=", 5) != 0)
-			envp[k++] = base[i];
-	for (i = 0; i < m; i++)
-		envp[k++] = add[i];
-	if (!term_env_has(add, TERM_TYPE))
-		envp[k++] = (char *)TERM_TYPE;
-	return envp;
 }
 
 /*
@@ -577,7 +521,8 @@ term_exec(struct term *t, const struct term_opts *o, const char *slave,
 	pid_t			 pid;
 	int			 err;
 
-	if ((envp = term_envp(t->tab, o->env)) == NULL)
+	/* TERM unless the request sets it: the agent's is not the emulator's. */
+	if ((envp = spawn_envp(t->tab->baseenv, o->env, TERM_TYPE)) == NULL)
 		return -1;
 	memset(&so, 0, sizeof(so));
 	so.argv = t->argv;
@@ -722,6 +667,19 @@ term_out_cb(struct ev_loop *loop, ev_io *w, int revents)
 		ev_io_stop(loop, w);
 		ev_timer_set(&t->outwait, LOG_READ_WAIT, 0.);
 		ev_timer_start(loop, &t->outwait);
+	}
+}
+
+/*
+ * Input went in: its echo is due, so a master resting after a short read
+ * is read again now, not LOG_READ_WAIT later (keystroke echo latency).
+ */
+static void
+term_out_wake(struct term *t)
+{
+	if (t->master != -1 && ev_is_active(&t->outwait)) {
+		ev_timer_stop(t->tab->loop, &t->outwait);
+		ev_io_start(t->tab->loop, &t->outio);
 	}
 }
 
@@ -1018,6 +976,7 @@ term_input_flush(struct term *t)
 			return;
 		}
 		buf_consume(&t->inbuf, (size_t)n);
+		term_out_wake(t);
 	}
 	if (t->master != -1)
 		ev_io_stop(t->tab->loop, &t->inio);

@@ -136,6 +136,7 @@ struct term *term_find(struct termtab *, const char *id);
 void	term_reaped(struct termtab *, pid_t, int wstatus);
 
 const char *term_id(struct term *);
+int64_t	term_created_ms(struct term *);	/* names its cursors */
 bool	term_ended(struct term *);
 cJSON	*term_status_json(struct term *);
 /* {"code","signal"} of an ended terminal's leader, else NULL. */

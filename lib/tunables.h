@@ -54,6 +54,12 @@
 #define WS_MAX_FRAME_HEADER	14		/* 2 + 8 (length) + 4 (mask) */
 #define WS_MSG_KEEP		(64 * 1024)	/* a bigger message buffer: freed */
 #define WS_PING_INTERVAL	30.0		/* s; proxies cut idle ones at 45-60 s */
+#define WS_OUT_HIGH		(64 * 1024)	/* a streaming owner pauses above */
+#define WS_OUT_MAX		(256 * 1024)	/* queued output: dropped past it */
+#define WS_STUCK_TIMEOUT	HTTP_STUCK_TIMEOUT	/* s, output not moving */
+#define WS_CLOSE_TIMEOUT	5.0		/* s, for the peer's close */
+#define WS_READ_CHUNK		(16 * 1024)	/* one read(2) of a socket */
+#define WS_INPUT_RETRY		0.05		/* s, input held by another writer */
 #define PTY_MAX_DIM		10000		/* cols, rows */
 #define PTY_PASSWD_BUF_MAX	(64 * 1024)	/* getpwuid_r's scratch, at most */
 #define TERM_MAX_LIVE		64

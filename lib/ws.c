@@ -24,7 +24,8 @@
 static int	ws_has_token(const char *, const char *);
 static size_t	ws_trim(const char **);
 static int	ws_frame(struct buf *, enum ws_opcode, const void *, size_t);
-static size_t	ws_head_need(const unsigned char *, size_t);
+static size_t	ws_head_need(const struct ws_parser *, const unsigned char *,
+		    size_t);
 static size_t	ws_parse_head(struct ws_parser *, const char *, size_t,
 		    struct ws_event *);
 static int	ws_head_check(struct ws_parser *, struct ws_event *);
@@ -166,6 +167,13 @@ ws_parser_init(struct ws_parser *p, size_t max)
 }
 
 void
+ws_parser_init_client(struct ws_parser *p, size_t max)
+{
+	ws_parser_init(p, max);
+	p->client = true;
+}
+
+void
 ws_parser_free(struct ws_parser *p)
 {
 	buf_free(&p->msg);
@@ -198,9 +206,9 @@ ws_parse(struct ws_parser *p, const char *data, size_t len,
 
 /* How many header bytes the frame starting with h (n held) has. */
 static size_t
-ws_head_need(const unsigned char *h, size_t n)
+ws_head_need(const struct ws_parser *p, const unsigned char *h, size_t n)
 {
-	size_t	 need = 2 + 4;
+	size_t	 need = 2 + (p->client ? 0 : 4);	/* a server sends no mask */
 
 	if (n < 2)
 		return 2;
@@ -222,12 +230,12 @@ ws_parse_head(struct ws_parser *p, const char *d, size_t len,
 {
 	size_t	 used = 0;
 
-	while (used < len && p->headlen < ws_head_need(p->head, p->headlen)) {
+	while (used < len && p->headlen < ws_head_need(p, p->head, p->headlen)) {
 		p->head[p->headlen++] = (unsigned char)d[used++];
 		if (p->headlen == 2 && ws_head_check(p, ev) == -1)
 			return used;
 	}
-	if (p->headlen == ws_head_need(p->head, p->headlen))
+	if (p->headlen == ws_head_need(p, p->head, p->headlen))
 		ws_head_done(p, ev);
 	return used;
 }
@@ -240,8 +248,10 @@ ws_head_check(struct ws_parser *p, struct ws_event *ev)
 	p->op = p->head[0] & 0x0f;
 	if (p->head[0] & WS_RSV)
 		ws_fail(p, ev, WS_CLOSE_PROTOCOL, "reserved bits set");
-	else if (!(p->head[1] & WS_MASKED))
+	else if (!p->client && !(p->head[1] & WS_MASKED))
 		ws_fail(p, ev, WS_CLOSE_PROTOCOL, "client frame not masked");
+	else if (p->client && (p->head[1] & WS_MASKED))
+		ws_fail(p, ev, WS_CLOSE_PROTOCOL, "server frame masked");
 	else if (p->op >= WS_OP_CLOSE) {
 		if (p->op > WS_OP_PONG)
 			ws_fail(p, ev, WS_CLOSE_PROTOCOL, "reserved opcode");
@@ -285,7 +295,10 @@ ws_head_done(struct ws_parser *p, struct ws_event *ev)
 			return;
 		}
 	}
-	memcpy(p->mask, h + at, sizeof(p->mask));
+	if (p->client)
+		memset(p->mask, 0, sizeof(p->mask));
+	else
+		memcpy(p->mask, h + at, sizeof(p->mask));
 	p->headlen = 0;
 	p->left = n;
 	p->seen = 0;
@@ -527,4 +540,28 @@ ws_frame_close(struct buf *b, uint16_t code, const char *reason)
 	if (n > 0)
 		memcpy(body + 2, reason, n);
 	return ws_frame(b, WS_OP_CLOSE, body, n + 2);
+}
+
+/* A client's frame: masked with mask, header and payload together. */
+int
+ws_frame_client(struct buf *b, enum ws_opcode op, const void *d, size_t n,
+    const unsigned char mask[4])
+{
+	const unsigned char	*src = d;
+	size_t			 len = b->len, i;
+	char			*dst;
+
+	if (buf_reserve(b, n + WS_MAX_FRAME_HEADER) == NULL ||
+	    ws_frame_head(b, op, n) == -1)
+		goto fail;
+	b->data[len + 1] |= WS_MASKED;
+	if (buf_add(b, mask, 4) == -1 || (dst = buf_reserve(b, n)) == NULL)
+		goto fail;
+	for (i = 0; i < n; i++)
+		dst[i] = (char)(src[i] ^ mask[i & 3]);
+	b->len += n;
+	return 0;
+fail:
+	b->len = len;
+	return -1;
 }

@@ -34,6 +34,9 @@
  * Client frames must be masked (1002 otherwise); no extension is
  * negotiated, so reserved bits and opcodes are 1002 too.
  *
+ * The client side (tend term) parses with ws_parser_init_client and
+ * sends ws_frame_client's masked frames.
+ *
  * Encoding.  Server frames are unmasked and final: ws_frame_* append
  * one to a struct buf and return 0, or -1 with errno (ENOMEM; EINVAL
  * for a control payload over 125 bytes).
@@ -43,6 +46,7 @@
 
 #include <sys/types.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -106,6 +110,7 @@ enum ws_pstate {
 
 struct ws_parser {
 	enum ws_pstate	 state;
+	bool		 client;	/* reads a server's frames: unmasked */
 	size_t		 max;		/* largest message, all fragments */
 	unsigned char	 head[WS_MAX_FRAME_HEADER];
 	size_t		 headlen;	/* header bytes held */
@@ -132,6 +137,8 @@ int	ws_handshake_reply(struct buf *, const char *key);
 
 /* max: largest message accepted; 0 means WS_MAX_MESSAGE. */
 void	ws_parser_init(struct ws_parser *, size_t max);
+/* The client side (tend term): frames must come unmasked. */
+void	ws_parser_init_client(struct ws_parser *, size_t max);
 void	ws_parser_free(struct ws_parser *);
 /* Bytes consumed (<= len) and *ev; -1: ENOMEM, the parser is done. */
 ssize_t	ws_parse(struct ws_parser *, const char *data, size_t len,
@@ -143,6 +150,9 @@ int	ws_frame_ping(struct buf *, const void *, size_t);
 int	ws_frame_pong(struct buf *, const void *, size_t);
 /* code 0 or 1005: an empty close body; reason at most 123 bytes. */
 int	ws_frame_close(struct buf *, uint16_t code, const char *reason);
+/* A client's final frame, masked with mask (RFC 6455 section 5.3). */
+int	ws_frame_client(struct buf *, enum ws_opcode, const void *, size_t,
+	    const unsigned char mask[4]);
 /* Only the header of a final frame; the caller appends the n bytes. */
 int	ws_frame_head(struct buf *, enum ws_opcode, uint64_t n);
 

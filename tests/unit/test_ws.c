@@ -698,6 +698,56 @@ END_TEST
  * consumed than given, at most one close or error and nothing after it,
  * and the message buffer within its bound.
  */
+/*
+ * The client side: ws_frame_client's masked frame is RFC 6455's sample
+ * with its mask, the server's parser reads it back; the client parser
+ * reads the server's unmasked frames and refuses masked ones.
+ */
+START_TEST(client_frames_round_trip)
+{
+	static const unsigned char rfc[] = { 0x81, 0x85, 0x37, 0xfa, 0x21,
+	    0x3d, 0x7f, 0x9f, 0x4d, 0x51, 0x58 };
+	static const unsigned char mask[4] = { 0x37, 0xfa, 0x21, 0x3d };
+	static char		 big[70000];
+	struct ws_parser	 p;
+	struct ws_event		 ev;
+	struct buf		 b = { 0 };
+	size_t			 off = 0;
+
+	ck_assert_int_eq(ws_frame_client(&b, WS_OP_TEXT, "Hello", 5, mask), 0);
+	ck_assert_uint_eq(buf_avail(&b), sizeof(rfc));
+	ck_assert_int_eq(memcmp(buf_head(&b), rfc, sizeof(rfc)), 0);
+	buf_reset(&b);
+	memset(big, 'x', sizeof(big));
+	ck_assert_int_eq(ws_frame_client(&b, WS_OP_BINARY, big, sizeof(big),
+	    mask), 0);
+	ws_parser_init(&p, 0);
+	while (off < buf_avail(&b)) {
+		off += (size_t)ws_parse(&p, buf_head(&b) + off,
+		    buf_avail(&b) - off, &ev);
+		if (ev.type != WS_EV_NONE)
+			break;
+	}
+	ck_assert_int_eq(ev.type, WS_EV_BINARY);
+	ck_assert_uint_eq(ev.len, sizeof(big));
+	ck_assert_int_eq(memcmp(ev.data, big, sizeof(big)), 0);
+	ws_parser_free(&p);
+
+	buf_reset(&b);
+	ck_assert_int_eq(ws_frame_text(&b, "hi", 2), 0);
+	ws_parser_init_client(&p, 0);
+	ck_assert_int_eq(ws_parse(&p, buf_head(&b), buf_avail(&b), &ev), 4);
+	ck_assert_int_eq(ev.type, WS_EV_TEXT);
+	ck_assert_int_eq(ev.len, 2);
+	ck_assert_int_eq(memcmp(ev.data, "hi", 2), 0);
+	(void)ws_parse(&p, (const char *)rfc, sizeof(rfc), &ev);
+	ck_assert_int_eq(ev.type, WS_EV_ERROR);
+	ck_assert_int_eq(ev.code, WS_CLOSE_PROTOCOL);
+	ws_parser_free(&p);
+	buf_free(&b);
+}
+END_TEST
+
 START_TEST(random_garbage)
 {
 	struct ws_parser	 p;
@@ -800,6 +850,7 @@ ws_suite(void)
 
 	tc = tcase_create("encoders");
 	tcase_add_test(tc, server_frames);
+	tcase_add_test(tc, client_frames_round_trip);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hostile");
