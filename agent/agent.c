@@ -201,6 +201,129 @@ agent_list_routes(void)
 				    rt->pattern + 3);
 }
 
+/* A number of seconds, >= 0 (zero_ok) or > 0; exit 2 when it is not. */
+static double
+agent_seconds(const char *name, const char *s, bool zero_ok)
+{
+	char	*end;
+	double	 v;
+
+	v = strtod(s, &end);
+	if (*end != '\0' || end == s || !(zero_ok ? v >= 0 : v > 0)) {
+		fprintf(stderr, "tend agent: %s: invalid value '%s'\n", name, s);
+		exit(2);
+	}
+	return v;
+}
+
+static void
+agent_defaults(void)
+{
+	opt.socket = getenv("TEND_SOCKET") ? getenv("TEND_SOCKET") :
+	    "/run/tend.sock";
+	opt.statedir = getenv("TEND_STATE_DIR") ? getenv("TEND_STATE_DIR") :
+	    "/var/lib/tend";
+	opt.grace = AGENT_GRACE;
+	opt.keep_boots = BOOT_KEEP;
+	opt.keep_exited = PROC_KEEP_EXITED;
+	opt.max_procs = PROC_MAX_LIVE;
+	opt.max_conns = HTTP_MAX_CONNS;
+	opt.stuck = HTTP_STUCK_TIMEOUT;
+	opt.head = HTTP_HEAD_TIMEOUT;
+	opt.max_log = LOG_MAX_BYTES;
+	opt.files_root = "/";
+	opt.workspace = "/workspace";
+}
+
+/* One option from getopt_long; usage errors exit 2. */
+static void
+agent_option(int ch, const char *arg)
+{
+	struct user_id	u;
+
+	switch (ch) {
+	case 'S':
+		opt.socket = arg;
+		break;
+	case 'd':
+		opt.statedir = arg;
+		break;
+	case 'g':
+		opt.grace = agent_seconds("--grace", arg, true);
+		break;
+	case 'B':
+		opt.keep_boots = agent_number("--keep-boots", arg,
+		    1, 1000);
+		break;
+	case 'E':
+		opt.keep_exited = agent_number("--keep-exited", arg,
+		    0, 1000000);
+		break;
+	case 'P':
+		opt.max_procs = agent_number("--max-procs", arg, 1,
+		    1000000);
+		break;
+	case 'T':
+		opt.stuck = agent_seconds("--stuck-timeout", arg, false);
+		break;
+	case 'H':
+		opt.head = agent_seconds("--head-timeout", arg, false);
+		break;
+	case 'C':
+		opt.max_conns = agent_number("--max-conns", arg, 1,
+		    100000);
+		break;
+	case 'L':
+		opt.max_log = agent_number("--max-log-bytes", arg,
+		    4096, 1LL << 50);
+		break;
+	case 'R':
+		opt.files_root = arg;
+		break;
+	case 'W':
+		if (arg[0] != '/') {
+			fprintf(stderr, "tend agent: --workspace: must "
+			    "be an absolute path\n");
+			exit(2);
+		}
+		opt.workspace = arg;
+		break;
+	case 'G':
+		opt.socket_group = arg;
+		break;
+	case 'J':
+		opt.shim_listen = arg;
+		break;
+	case 'K':
+		opt.shim_token_file = arg;
+		break;
+	case 'U':
+		opt.shim_user = arg;
+		break;
+	case 'Y':
+		if (user_parse(arg, &u) == -1) {
+			fprintf(stderr, "tend agent: --default-user: "
+			    "'%s': %s\n", arg, errno == ENOENT ?
+			    "no such user" : strerror(errno));
+			exit(2);
+		}
+		opt.default_user = arg;
+		break;
+	case 'v':
+		opt.verbose = 1;
+		break;
+	case 'h':
+		agent_usage(stdout);
+		exit(0);
+	case 'l':
+		agent_list_routes();
+		exit(0);
+	default:
+		agent_usage(stderr);
+		exit(2);
+	}
+}
+
 static void
 agent_options(int argc, char **argv)
 {
@@ -227,125 +350,13 @@ agent_options(int argc, char **argv)
 		{ "list-routes",   no_argument,	      NULL, 'l' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct user_id	 u;
-	char		*end;
-	int		 ch;
+	int	ch;
 
-	opt.socket = getenv("TEND_SOCKET") ? getenv("TEND_SOCKET") :
-	    "/run/tend.sock";
-	opt.statedir = getenv("TEND_STATE_DIR") ? getenv("TEND_STATE_DIR") :
-	    "/var/lib/tend";
-	opt.grace = AGENT_GRACE;
-	opt.keep_boots = BOOT_KEEP;
-	opt.keep_exited = PROC_KEEP_EXITED;
-	opt.max_procs = PROC_MAX_LIVE;
-	opt.max_conns = HTTP_MAX_CONNS;
-	opt.stuck = HTTP_STUCK_TIMEOUT;
-	opt.head = HTTP_HEAD_TIMEOUT;
-	opt.max_log = LOG_MAX_BYTES;
-	opt.files_root = "/";
-	opt.workspace = "/workspace";
-
+	agent_defaults();
 	/* "+": stop at the first non-option, the wrapped command. */
 	while ((ch = getopt_long(argc, argv, "+S:d:g:vh", longopts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 'S':
-			opt.socket = optarg;
-			break;
-		case 'd':
-			opt.statedir = optarg;
-			break;
-		case 'g':
-			opt.grace = strtod(optarg, &end);
-			if (*end != '\0' || end == optarg || !(opt.grace >= 0)) {
-				fprintf(stderr, "tend agent: --grace: invalid "
-				    "value '%s'\n", optarg);
-				exit(2);
-			}
-			break;
-		case 'B':
-			opt.keep_boots = agent_number("--keep-boots", optarg,
-			    1, 1000);
-			break;
-		case 'E':
-			opt.keep_exited = agent_number("--keep-exited", optarg,
-			    0, 1000000);
-			break;
-		case 'P':
-			opt.max_procs = agent_number("--max-procs", optarg, 1,
-			    1000000);
-			break;
-		case 'T':
-			opt.stuck = strtod(optarg, &end);
-			if (*end != '\0' || end == optarg || !(opt.stuck > 0)) {
-				fprintf(stderr, "tend agent: --stuck-timeout: "
-				    "invalid value '%s'\n", optarg);
-				exit(2);
-			}
-			break;
-		case 'H':
-			opt.head = strtod(optarg, &end);
-			if (*end != '\0' || end == optarg || !(opt.head > 0)) {
-				fprintf(stderr, "tend agent: --head-timeout: "
-				    "invalid value '%s'\n", optarg);
-				exit(2);
-			}
-			break;
-		case 'C':
-			opt.max_conns = agent_number("--max-conns", optarg, 1,
-			    100000);
-			break;
-		case 'L':
-			opt.max_log = agent_number("--max-log-bytes", optarg,
-			    4096, 1LL << 50);
-			break;
-		case 'R':
-			opt.files_root = optarg;
-			break;
-		case 'W':
-			if (optarg[0] != '/') {
-				fprintf(stderr, "tend agent: --workspace: must "
-				    "be an absolute path\n");
-				exit(2);
-			}
-			opt.workspace = optarg;
-			break;
-		case 'G':
-			opt.socket_group = optarg;
-			break;
-		case 'J':
-			opt.shim_listen = optarg;
-			break;
-		case 'K':
-			opt.shim_token_file = optarg;
-			break;
-		case 'U':
-			opt.shim_user = optarg;
-			break;
-		case 'Y':
-			if (user_parse(optarg, &u) == -1) {
-				fprintf(stderr, "tend agent: --default-user: "
-				    "'%s': %s\n", optarg, errno == ENOENT ?
-				    "no such user" : strerror(errno));
-				exit(2);
-			}
-			opt.default_user = optarg;
-			break;
-		case 'v':
-			opt.verbose = 1;
-			break;
-		case 'h':
-			agent_usage(stdout);
-			exit(0);
-		case 'l':
-			agent_list_routes();
-			exit(0);
-		default:
-			agent_usage(stderr);
-			exit(2);
-		}
-	}
+	    NULL)) != -1)
+		agent_option(ch, optarg);
 	if (optind < argc)
 		opt.wrapped = argv + optind;
 	agent_shim_options();
