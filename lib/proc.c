@@ -27,6 +27,7 @@
 #include "codec.h"
 #include "log.h"
 #include "util.h"
+#include "wlist.h"
 #include "proc.h"
 
 extern char **environ;
@@ -61,10 +62,6 @@ static bool	proc_group_empty(struct proc *);
 static int	proc_group_kill(struct proc *, int);
 static void	proc_check_settled(struct proc *);
 static void	proc_settle(struct proc *);
-static void	proc_link_add(struct proc_link **, struct proc_link *);
-static void	proc_link_del(struct proc_link **, struct proc_link *);
-static bool	proc_link_walk(struct proc_link **,
-		    void (*)(struct proc_link *, void *), void *);
 static void	proc_notify(struct proc *, enum proc_event);
 static void	proctab_tell(struct proctab *, struct proc *,
 		    enum proctab_event);
@@ -309,68 +306,6 @@ proctab_state_error(struct proctab *t, bool *bootdir, int *pending)
 /* ------------------------------------------------------------------ */
 /* Who is told: watchers of a record, subscribers of the table */
 
-static void
-proc_link_add(struct proc_link **head, struct proc_link *l)
-{
-	l->prev = NULL;
-	l->next = *head;
-	if (*head != NULL)
-		(*head)->prev = l;
-	*head = l;
-	l->linked = true;
-}
-
-static void
-proc_link_del(struct proc_link **head, struct proc_link *l)
-{
-	if (!l->linked)
-		return;
-	if (l->prev != NULL)
-		l->prev->next = l->next;
-	else
-		*head = l->next;
-	if (l->next != NULL)
-		l->next->prev = l->prev;
-	l->next = l->prev = NULL;
-	l->linked = false;
-}
-
-/*
- * Tell every party on the list.  In its callback a party may remove
- * itself or any other, or add one (at the head: told from the next
- * time).  So the walk keeps its place with a mark linked after the
- * party being told: the next party is the mark's next, whatever was
- * removed meanwhile.  Other walks (a callback that causes another
- * notification) step over marks.  If the list's owner goes away in a
- * callback (proc_forget takes the marks off too), the walk ends there:
- * false, and the caller must not touch the owner.
- */
-static bool
-proc_link_walk(struct proc_link **head, void (*tell)(struct proc_link *,
-    void *), void *arg)
-{
-	struct proc_link	 mark = { .mark = true }, *l = *head;
-
-	while (l != NULL) {
-		if (l->mark) {
-			l = l->next;
-			continue;
-		}
-		mark.prev = l;
-		mark.next = l->next;
-		if (l->next != NULL)
-			l->next->prev = &mark;
-		l->next = &mark;
-		mark.linked = true;
-		tell(l, arg);
-		if (!mark.linked)
-			return false;
-		l = mark.next;
-		proc_link_del(head, &mark);
-	}
-	return true;
-}
-
 void
 proc_watch_add(struct proc *p, struct proc_watch *w,
     void (*fn)(struct proc_watch *, enum proc_event))
@@ -378,7 +313,7 @@ proc_watch_add(struct proc *p, struct proc_watch *w,
 	w->proc = p;
 	w->fn = fn;
 	w->link.mark = false;
-	proc_link_add(&p->watchers, &w->link);
+	wlist_add(&p->watchers, &w->link);
 }
 
 void
@@ -388,7 +323,7 @@ proc_watch_del(struct proc_watch *w)
 
 	if (p == NULL)
 		return;
-	proc_link_del(&p->watchers, &w->link);
+	wlist_del(&p->watchers, &w->link);
 	w->proc = NULL;
 	(void)proc_release_fds(p);
 }
@@ -397,7 +332,7 @@ proc_watch_del(struct proc_watch *w)
 static bool
 proc_watched(struct proc *p)
 {
-	struct proc_link	*l;
+	struct wlist_link	*l;
 
 	for (l = p->watchers; l != NULL; l = l->next)
 		if (!l->mark)
@@ -406,7 +341,7 @@ proc_watched(struct proc *p)
 }
 
 static void
-proc_tell_watch(struct proc_link *l, void *arg)
+proc_tell_watch(struct wlist_link *l, void *arg)
 {
 	struct proc_watch	*w = container_of(l, struct proc_watch, link);
 
@@ -417,7 +352,7 @@ proc_tell_watch(struct proc_link *l, void *arg)
 static void
 proc_notify(struct proc *p, enum proc_event ev)
 {
-	if (proc_link_walk(&p->watchers, proc_tell_watch, &ev))
+	if (wlist_walk(&p->watchers, proc_tell_watch, &ev))
 		(void)proc_release_fds(p);
 }
 
@@ -428,7 +363,7 @@ proctab_subscribe(struct proctab *t, struct proctab_sub *s,
 	s->tab = t;
 	s->fn = fn;
 	s->link.mark = false;
-	proc_link_add(&t->subs, &s->link);
+	wlist_add(&t->subs, &s->link);
 }
 
 void
@@ -436,12 +371,12 @@ proctab_unsubscribe(struct proctab_sub *s)
 {
 	if (s->tab == NULL)
 		return;
-	proc_link_del(&s->tab->subs, &s->link);
+	wlist_del(&s->tab->subs, &s->link);
 	s->tab = NULL;
 }
 
 static void
-proctab_tell_sub(struct proc_link *l, void *arg)
+proctab_tell_sub(struct wlist_link *l, void *arg)
 {
 	struct proctab_sub	*s = container_of(l, struct proctab_sub, link);
 	struct proctab_news	*n = arg;
@@ -454,7 +389,7 @@ proctab_tell(struct proctab *t, struct proc *p, enum proctab_event ev)
 {
 	struct proctab_news	n = { p, ev };
 
-	(void)proc_link_walk(&t->subs, proctab_tell_sub, &n);
+	(void)wlist_walk(&t->subs, proctab_tell_sub, &n);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1523,14 +1458,14 @@ proc_forget(struct proc *p)
 {
 	struct proctab		*t = p->tab;
 	struct proc_watch	*w;
-	struct proc_link	*l;
+	struct wlist_link	*l;
 
 	/*
 	 * Unlinked first: a callback's own proc_watch_del is then a no-op.
 	 * The mark of a walk in progress goes too: that walk ends.
 	 */
 	while ((l = p->watchers) != NULL) {
-		proc_link_del(&p->watchers, l);
+		wlist_del(&p->watchers, l);
 		if (l->mark)
 			continue;
 		w = container_of(l, struct proc_watch, link);

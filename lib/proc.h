@@ -16,6 +16,7 @@
 #include <ev.h>
 #include <cjson/cJSON.h>
 
+#include "wlist.h"
 #include "buf.h"
 #include "tunables.h"
 #include "logstore.h"
@@ -52,16 +53,6 @@ enum proctab_event {
 };
 
 /*
- * An entry of a list that may change while it is told (proc_watch,
- * proctab_sub): a party may remove itself or any other in its callback.
- */
-struct proc_link {
-	struct proc_link	*next, *prev;
-	bool			 linked;
-	bool			 mark;	/* a walk's place, not a party */
-};
-
-/*
  * A party interested in one process (a waiter, a follower): embedded in
  * its owner, recovered with container_of in fn.  proc is the process
  * watched, NULL once the watch is removed.  In fn a watcher may remove
@@ -69,14 +60,14 @@ struct proc_link {
  * table's own removals wait for the loop (trimming) for that reason.
  */
 struct proc_watch {
-	struct proc_link	 link;
+	struct wlist_link	 link;
 	struct proc		*proc;
 	void			(*fn)(struct proc_watch *, enum proc_event);
 };
 
 /* A party interested in every record of a table (shutdown, events). */
 struct proctab_sub {
-	struct proc_link	 link;
+	struct wlist_link	 link;
 	struct proctab		*tab;
 	void			(*fn)(struct proctab_sub *, struct proc *,
 				    enum proctab_event);
@@ -113,7 +104,7 @@ struct proc {
 	ev_timer	 settle;	/* polls for group members left */
 	ev_timer	 first_status;	/* writes the first status.json */
 	double		 grace_s;
-	struct proc_link *watchers;
+	struct wlist_link *watchers;
 };
 
 struct proc_opts {
@@ -160,7 +151,7 @@ struct proctab {
 	ev_timer	 sweep;		/* closes files of ended records */
 	uint64_t	 maxlog;
 	char		**baseenv;	/* agent env without TEND_* */
-	struct proc_link *subs;		/* proctab_subscribe */
+	struct wlist_link *subs;		/* proctab_subscribe */
 	struct spawn_limits limits;	/* what children get */
 	/* metrics */
 	uint64_t	 started, exited, orphans, stored, dropped;

@@ -27,6 +27,7 @@
 #include "pty.h"
 #include "term.h"
 #include "util.h"
+#include "wlist.h"
 
 #define TERM_COLS_DEFAULT	80
 #define TERM_ROWS_DEFAULT	24
@@ -54,7 +55,7 @@ struct term {
 	void		*in_writer;
 	void		(*in_wake)(struct term *, void *, int);
 	struct record	 rec;
-	struct term_link *watchers;
+	struct wlist_link *watchers;
 };
 
 /* One event for every subscriber. */
@@ -64,10 +65,6 @@ struct termtab_news {
 };
 
 static int	termtab_remake(struct record_dir *);
-static void	term_link_add(struct term_link **, struct term_link *);
-static void	term_link_del(struct term_link **, struct term_link *);
-static bool	term_link_walk(struct term_link **,
-		    void (*)(struct term_link *, void *), void *);
 static void	term_notify(struct term *, enum term_event);
 static void	termtab_tell(struct termtab *, struct term *,
 		    enum termtab_event);
@@ -183,66 +180,7 @@ term_next(struct term *t)
 }
 
 /* ------------------------------------------------------------------ */
-/* Who is told (the walk of proc.c: a mark keeps the walk's place) */
-
-static void
-term_link_add(struct term_link **head, struct term_link *l)
-{
-	l->prev = NULL;
-	l->next = *head;
-	if (*head != NULL)
-		(*head)->prev = l;
-	*head = l;
-	l->linked = true;
-}
-
-static void
-term_link_del(struct term_link **head, struct term_link *l)
-{
-	if (!l->linked)
-		return;
-	if (l->prev != NULL)
-		l->prev->next = l->next;
-	else
-		*head = l->next;
-	if (l->next != NULL)
-		l->next->prev = l->prev;
-	l->next = l->prev = NULL;
-	l->linked = false;
-}
-
-/*
- * Tell every party.  A party may remove itself or any other in its
- * callback, or add one (at the head, told from the next time): the walk
- * keeps its place with a mark linked after the party being told.  When
- * the list's owner goes away meanwhile (term_forget unlinks the mark),
- * the walk ends: false, and the caller must not touch the owner.
- */
-static bool
-term_link_walk(struct term_link **head, void (*tell)(struct term_link *,
-    void *), void *arg)
-{
-	struct term_link	 mark = { .mark = true }, *l = *head;
-
-	while (l != NULL) {
-		if (l->mark) {
-			l = l->next;
-			continue;
-		}
-		mark.prev = l;
-		mark.next = l->next;
-		if (l->next != NULL)
-			l->next->prev = &mark;
-		l->next = &mark;
-		mark.linked = true;
-		tell(l, arg);
-		if (!mark.linked)
-			return false;
-		l = mark.next;
-		term_link_del(head, &mark);
-	}
-	return true;
-}
+/* Who is told: watchers of a terminal, subscribers of the table (wlist) */
 
 void
 term_watch_add(struct term *t, struct term_watch *w,
@@ -251,7 +189,7 @@ term_watch_add(struct term *t, struct term_watch *w,
 	w->term = t;
 	w->fn = fn;
 	w->link.mark = false;
-	term_link_add(&t->watchers, &w->link);
+	wlist_add(&t->watchers, &w->link);
 }
 
 void
@@ -261,7 +199,7 @@ term_watch_del(struct term_watch *w)
 
 	if (t == NULL)
 		return;
-	term_link_del(&t->watchers, &w->link);
+	wlist_del(&t->watchers, &w->link);
 	w->term = NULL;
 	term_release_fds(t);
 }
@@ -269,7 +207,7 @@ term_watch_del(struct term_watch *w)
 static bool
 term_watched(struct term *t)
 {
-	struct term_link	*l;
+	struct wlist_link	*l;
 
 	for (l = t->watchers; l != NULL; l = l->next)
 		if (!l->mark)
@@ -278,7 +216,7 @@ term_watched(struct term *t)
 }
 
 static void
-term_tell_watch(struct term_link *l, void *arg)
+term_tell_watch(struct wlist_link *l, void *arg)
 {
 	struct term_watch	*w = container_of(l, struct term_watch, link);
 
@@ -288,7 +226,7 @@ term_tell_watch(struct term_link *l, void *arg)
 static void
 term_notify(struct term *t, enum term_event ev)
 {
-	if (term_link_walk(&t->watchers, term_tell_watch, &ev))
+	if (wlist_walk(&t->watchers, term_tell_watch, &ev))
 		term_release_fds(t);
 }
 
@@ -299,7 +237,7 @@ termtab_subscribe(struct termtab *tt, struct termtab_sub *s,
 	s->tab = tt;
 	s->fn = fn;
 	s->link.mark = false;
-	term_link_add(&tt->subs, &s->link);
+	wlist_add(&tt->subs, &s->link);
 }
 
 void
@@ -307,12 +245,12 @@ termtab_unsubscribe(struct termtab_sub *s)
 {
 	if (s->tab == NULL)
 		return;
-	term_link_del(&s->tab->subs, &s->link);
+	wlist_del(&s->tab->subs, &s->link);
 	s->tab = NULL;
 }
 
 static void
-termtab_tell_sub(struct term_link *l, void *arg)
+termtab_tell_sub(struct wlist_link *l, void *arg)
 {
 	struct termtab_sub	*s = container_of(l, struct termtab_sub, link);
 	struct termtab_news	*n = arg;
@@ -325,7 +263,7 @@ termtab_tell(struct termtab *tt, struct term *t, enum termtab_event ev)
 {
 	struct termtab_news	n = { t, ev };
 
-	(void)term_link_walk(&tt->subs, termtab_tell_sub, &n);
+	(void)wlist_walk(&tt->subs, termtab_tell_sub, &n);
 }
 
 /*
@@ -1073,10 +1011,10 @@ term_forget(struct term *t)
 {
 	struct termtab		*tt = t->tab;
 	struct term_watch	*w;
-	struct term_link	*l;
+	struct wlist_link	*l;
 
 	while ((l = t->watchers) != NULL) {
-		term_link_del(&t->watchers, l);
+		wlist_del(&t->watchers, l);
 		if (l->mark)
 			continue;
 		w = container_of(l, struct term_watch, link);

@@ -28,6 +28,7 @@
 #include <ev.h>
 #include <cjson/cJSON.h>
 
+#include "wlist.h"
 #include "buf.h"
 #include "record.h"
 #include "spawn.h"
@@ -56,26 +57,19 @@ enum termtab_event {
 	TERMTAB_EV_REMOVE	/* out of the table: freed after the call */
 };
 
-/* An entry of a list that may change while it is told. */
-struct term_link {
-	struct term_link	*next, *prev;
-	bool			 linked;
-	bool			 mark;	/* a walk's place, not a party */
-};
-
 /*
  * A party interested in one terminal, embedded in its owner.  In fn a
  * watcher may remove any watch, free it, add one; not delete the
  * terminal.  term is NULL once the watch is removed.
  */
 struct term_watch {
-	struct term_link	 link;
+	struct wlist_link	 link;
 	struct term		*term;
 	void			(*fn)(struct term_watch *, enum term_event);
 };
 
 struct termtab_sub {
-	struct term_link	 link;
+	struct wlist_link	 link;
 	struct termtab		*tab;
 	void			(*fn)(struct termtab_sub *, struct term *,
 				    enum termtab_event);
@@ -104,7 +98,7 @@ struct termtab {
 	int		 nlive, nended, maxlive;
 	char		**baseenv;	/* borrowed: the agent's, no TEND_* */
 	const struct spawn_limits *limits;	/* borrowed, or NULL */
-	struct term_link *subs;
+	struct wlist_link *subs;
 };
 
 /* baseenv and limits are borrowed (the process table's). */
