@@ -62,8 +62,9 @@ fz_check_opts(const struct proc_opts *o)
 		fz_fail("accepted a negative or NaN time");
 	if (fz_exec && o->stdin_pipe)
 		fz_fail("exec with a stdin pipe");
-	if (o->has_user && o->user == NULL)
-		fz_fail("user without a name for initgroups");
+	/* A user without a passwd entry ("uid" or "uid:gid") has no name. */
+	if (o->has_user && o->user != NULL && o->user[0] == '\0')
+		fz_fail("user with an empty name for initgroups");
 }
 
 int
