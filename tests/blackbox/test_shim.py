@@ -426,7 +426,12 @@ class TestShimSupervised(AgentTestCase):
         self.assertEqual(sh["listen"], "127.0.0.1:%d" % port)
         host = a.host_pid_of(sh["pid"])
         self.assertIsNotNone(host)
-        st = proc_status(host)
+        # Health says running once the child exists; the filter is its last
+        # step before serving (slow under a sanitizer): wait for it.
+        def filtered():
+            st = proc_status(host)
+            return st if st.get("Seccomp") == "2" else None
+        st = wait_for(filtered, timeout=5, what="the shim's seccomp filter")
         self.assertEqual(st["Uid"].split()[0], "65534")
         self.assertEqual(st["Seccomp"], "2")
         self.assertEqual(st["NoNewPrivs"], "1")
