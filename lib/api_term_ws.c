@@ -79,9 +79,10 @@ tsrc_free(struct tsrc *src)
 }
 
 /*
- * The terminal id of the boot a read is pinned to: 0 for the current
- * boot (the caller looks it up); 1 for an earlier one, its record opened
- * read-only into src; -1 with e (410 for a boot not retained, 404).
+ * Where a read of terminal id goes, by the boot it is pinned to: 0, the
+ * current boot (the caller looks id up); 1, an earlier one, id's record
+ * opened read-only into src; -1 with e (410 for a boot not retained,
+ * 404 for an id that boot did not have).
  */
 static int
 tsrc_open(struct api *a, struct http_req *r, const char *id,
