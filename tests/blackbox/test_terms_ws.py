@@ -188,6 +188,32 @@ class TestConnect(TermCase):
         r = a.get("/v1/terminals/nosuch/connect", headers=hs)
         self.assertError(r, 404, "not_found")
 
+    def test_replay_goes_on_after_answers(self):
+        """A slow reader whose messages reach the agent while its replay is
+        paused: the answers (error frames) may empty the queue, and the
+        replay must still go on to the end, never stall."""
+        a = self.agent()
+        big = 900000
+        t = self.create(a, argv=["/bin/sh", "-c", "head -c %d /dev/zero | tr '\\0' y; exec sleep 1000" % big])
+        self.assertTrue(poll(lambda: len(self.output(a, t)) >= big, scaled(10)))
+        stored = self.output(a, t)
+
+        async def go():
+            ws = await websockets.unix_connect(a.sock, "ws://localhost/v1/terminals/%s/connect" % t["id"],
+                                               max_size=None, ping_interval=None, max_queue=1)
+            c = Client(ws)
+            for _ in range(3):
+                await c.ctl(type="bogus")
+            await c.until(lambda c: len(c.out) >= len(stored), 10)
+            self.assertEqual(c.out, stored)
+            errs = [f for f in c.frames if isinstance(f, dict) and f["type"] == "error"]
+            self.assertEqual([e["code"] for e in errs], ["invalid_request"] * 3, errs)
+            await ws.close()
+        # The stall needed an answer to leave at the moment the socket
+        # drained: a race, so several attempts.
+        for _ in range(8):
+            run(go())
+
     def test_two_clients(self):
         a = self.agent()
         t = self.shell(a)
