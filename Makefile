@@ -67,10 +67,10 @@ DEPS_shimctl	:= log spawn
 DEPS_term	:= boot buf codec log logstore pty record spawn wlist
 DEPS_api_term	:= api boot http record term
 DEPS_wsconn	:= buf http log ws
-DEPS_api_term_ws	:= api api_output buf codec follow http record term ws wsconn
+DEPS_api_term_ws	:= api api_output api_sandbox api_term buf codec follow http logstore record term ws wsconn
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
-DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
+DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc api_term http proc term
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec

@@ -1,7 +1,8 @@
 /*
  * api_sandbox.c: the routes only the bridge has — its lifecycle, its
  * stable exec, the mounts it refuses, the bad sandbox ID — the bridge's
- * form of a process launch (cwd in the workspace), and the OpenAPI
+ * form of a process launch and a terminal's create (cwd in the
+ * workspace), and the OpenAPI
  * document with its page, embedded at build time (build/gen/openapi.c).
  */
 #include <sys/types.h>
@@ -18,6 +19,7 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_sandbox.h"
+#include "api_term.h"
 #include "util.h"
 
 /* The generated document and page (scripts/openapi, the Makefile). */
@@ -43,6 +45,7 @@ static void	api_sandbox_running(struct http_conn *, struct http_req *);
 static void	api_sandbox_delete(struct http_conn *, struct http_req *);
 static void	api_sandbox_exec(struct http_conn *, struct http_req *);
 static void	api_sandbox_launch(struct http_conn *, struct http_req *);
+static void	api_sandbox_term_create(struct http_conn *, struct http_req *);
 static void	api_sandbox_mount(struct http_conn *, struct http_req *);
 static void	api_sandbox_unmount(struct http_conn *, struct http_req *);
 
@@ -67,6 +70,7 @@ const struct http_route api_sandbox_bridge_routes[] = {
 	{ "GET",	"/v1/running",		api_sandbox_running, NULL },
 	{ "POST",	"/v1/exec",		api_sandbox_exec, NULL },
 	{ "POST",	"/v1/processes",	api_sandbox_launch, NULL },
+	{ "POST",	"/v1/terminals",	api_sandbox_term_create, NULL },
 	{ "POST",	"/v1/mount",		api_sandbox_mount, NULL },
 	{ "POST",	"/v1/unmount",		api_sandbox_unmount, NULL },
 	{ NULL, NULL, NULL, NULL }
@@ -235,23 +239,30 @@ api_sandbox_delete(struct http_conn *c, struct http_req *r)
 /* Exec and launch: cwd in the workspace */
 
 /*
- * A cwd must be absolute and, normalised, inside the workspace: o->cwd
+ * A cwd must be absolute and, normalised, inside the workspace: *cwd
  * then points at the normalised copy in buf.  -1 with 403.
  */
 int
-api_sandbox_cwd(const struct api_files *f, struct proc_opts *o,
+api_sandbox_cwd_path(const struct api_files *f, const char **cwd,
     char buf[PATH_MAX], struct api_err *e)
 {
-	if (o->cwd == NULL)
+	if (*cwd == NULL)
 		return 0;
-	if (snprintf(buf, PATH_MAX, "%s", o->cwd) >= PATH_MAX ||
+	if (snprintf(buf, PATH_MAX, "%s", *cwd) >= PATH_MAX ||
 	    !api_files_in_workspace(f, buf)) {
 		api_err_set(e, 403, "invalid_request", "cwd", "cwd must be "
 		    "within %s", api_files_workspace(f));
 		return -1;
 	}
-	o->cwd = buf;
+	*cwd = buf;
 	return 0;
+}
+
+int
+api_sandbox_cwd(const struct api_files *f, struct proc_opts *o,
+    char buf[PATH_MAX], struct api_err *e)
+{
+	return api_sandbox_cwd_path(f, &o->cwd, buf, e);
 }
 
 /* timeout_ms: a positive whole number of ms, the stable line's timeout. */
@@ -321,29 +332,53 @@ out:
 	cJSON_Delete(j);
 }
 
+/*
+ * The body's cwd, if it is a non-empty string, confined to the workspace
+ * (normalised into buf): 0 and *cwd (NULL: none to confine), or -1 after
+ * a 403.  A body the handler refuses is refused there, as it always was.
+ */
+static int
+api_sandbox_body_cwd(struct http_conn *c, struct http_req *r,
+    const char **cwd, char buf[PATH_MAX])
+{
+	struct api_err	 e;
+	const cJSON	*f;
+	cJSON		*j;
+	int		 rc = 0;
+
+	*cwd = NULL;
+	if ((j = api_parse_body(r->body.data, r->body.len, &e)) != NULL &&
+	    cJSON_IsString(f = cJSON_GetObjectItemCaseSensitive(j, "cwd")) &&
+	    f->valuestring[0] != '\0') {
+		*cwd = f->valuestring;
+		if ((rc = api_sandbox_cwd_path(api_of(c)->files, cwd, buf,
+		    &e)) == -1)
+			api_reply_err(c, &e);
+	}
+	cJSON_Delete(j);
+	return rc;
+}
+
 /* POST /v1/sandbox/{id}/processes: the API's launch, cwd checked first. */
 static void
 api_sandbox_launch(struct http_conn *c, struct http_req *r)
 {
-	struct proc_opts o = { 0 };
-	struct api_err	 e;
-	const cJSON	*f;
-	char		 cwd[PATH_MAX];
-	cJSON		*j;
+	const char	*cwd;
+	char		 buf[PATH_MAX];
 
-	/* A body the launch refuses is refused there, as it always was. */
-	if ((j = api_parse_body(r->body.data, r->body.len, &e)) != NULL &&
-	    cJSON_IsString(f = cJSON_GetObjectItemCaseSensitive(j, "cwd")) &&
-	    f->valuestring[0] != '\0') {
-		o.cwd = f->valuestring;
-		if (api_sandbox_cwd(api_of(c)->files, &o, cwd, &e) == -1) {
-			cJSON_Delete(j);
-			api_reply_err(c, &e);
-			return;
-		}
-	}
-	cJSON_Delete(j);
-	api_proc_launch_cwd(c, r, o.cwd != NULL ? cwd : NULL);
+	if (api_sandbox_body_cwd(c, r, &cwd, buf) == 0)
+		api_proc_launch_cwd(c, r, cwd);
+}
+
+/* POST /v1/sandbox/{id}/terminals: the API's create, cwd checked first. */
+static void
+api_sandbox_term_create(struct http_conn *c, struct http_req *r)
+{
+	const char	*cwd;
+	char		 buf[PATH_MAX];
+
+	if (api_sandbox_body_cwd(c, r, &cwd, buf) == 0)
+		api_term_create_cwd(c, r, cwd);
 }
 
 /* ------------------------------------------------------------------ */

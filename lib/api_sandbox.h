@@ -2,7 +2,7 @@
  * api_sandbox: the routes only the bridge has — POST /v1/sandbox,
  * GET /health, .../running, DELETE /v1/sandbox/{id}, the stable exec
  * (SSE), mount/unmount (501), a bad {sandboxId} (400) — the bridge's
- * process launch (cwd confined to the workspace), and GET
+ * process launch and terminal create (cwd confined to the workspace), and GET
  * /v1/openapi.json and /v1/openapi.html.
  */
 #ifndef TEND_API_SANDBOX_H
@@ -22,6 +22,9 @@ extern const struct http_route api_sandbox_bridge_routes[];
 void	api_sandbox_name(char *out, size_t n);
 /* o->cwd absolute and in the workspace once normalised (into buf), or 403. */
 int	api_sandbox_cwd(const struct api_files *, struct proc_opts *,
+	    char buf[PATH_MAX], struct api_err *);
+/* The same for *cwd (NULL: nothing to check), which then points into buf. */
+int	api_sandbox_cwd_path(const struct api_files *, const char **cwd,
 	    char buf[PATH_MAX], struct api_err *);
 /* The stable exec's body: launch fields, timeout_ms, cwd; -1 with e. */
 int	api_sandbox_exec_opts(struct api *, const cJSON *, struct proc_opts *,

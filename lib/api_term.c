@@ -246,6 +246,23 @@ api_term_of(struct http_conn *c, struct http_req *r)
 	return t;
 }
 
+int
+api_term_pinned_dir(struct api *a, struct http_req *r, int *termsfd,
+    struct api_err *e)
+{
+	const char	*h;
+	char		 q[API_BOOT_Q_MAX];
+	int		 fd, rc;
+
+	*termsfd = -1;
+	if ((rc = api_pin(a, r, true, &fd, e)) != 1)
+		return rc;
+	close(fd);
+	h = api_boot_named(r, q, sizeof(q));
+	*termsfd = boot_open_terms(termtab_statefd(a->terms), h, false);
+	return 1;
+}
+
 /*
  * A read pinned to an earlier boot: the terms directory of that boot
  * (api_pin checked it is a retained one), or -1 when it has none (a
@@ -255,21 +272,17 @@ api_term_of(struct http_conn *c, struct http_req *r)
 static int
 api_term_pinned(struct http_conn *c, struct http_req *r)
 {
-	const char	*h;
-	char		 q[64];
-	int		 fd;
+	struct api_err	e;
+	int		fd;
 
-	switch (api_term_pin(c, r, true, &fd)) {
+	switch (api_term_pinned_dir(api_of(c), r, &fd, &e)) {
 	case -1:
+		api_reply_err(c, &e);
 		return -2;
 	case 0:
 		return -3;
 	}
-	close(fd);
-	if ((h = http_header(r, "Tend-Boot")) == NULL &&
-	    http_query(r, "boot", q, sizeof(q)) == 1)
-		h = q;
-	return boot_open_terms(termtab_statefd(api_terms(c)), h, false);
+	return fd;
 }
 
 /* The request names a boot other than the current one. */
@@ -288,12 +301,18 @@ api_term_elsewhere(struct http_conn *c, struct http_req *r)
 /* ------------------------------------------------------------------ */
 /* Handlers */
 
+static void
+api_term_create(struct http_conn *c, struct http_req *r)
+{
+	api_term_create_cwd(c, r, NULL);
+}
+
 /*
  * An ID of a live terminal is a reattach: 200 with it, whatever else
  * the body asks.  An ended one keeps its ID: 409.
  */
-static void
-api_term_create(struct http_conn *c, struct http_req *r)
+void
+api_term_create_cwd(struct http_conn *c, struct http_req *r, const char *cwd)
 {
 	struct api_err	 e;
 	struct term_opts	 o;
@@ -307,9 +326,13 @@ api_term_create(struct http_conn *c, struct http_req *r)
 	if (api_term_pin(c, r, false, &fd) != 0 || (j = api_term_body(c, r)) == NULL)
 		return;
 	if (api_term_opts(j, api_of(c)->default_user, &o, &argv, &env, &ac,
-	    &e) == -1)
+	    &e) == -1) {
 		api_reply_err(c, &e);
-	else if (o.id != NULL && (t = term_find(api_terms(c), o.id)) != NULL) {
+		goto out;
+	}
+	if (cwd != NULL)
+		o.cwd = cwd;		/* the bridge's, normalised */
+	if (o.id != NULL && (t = term_find(api_terms(c), o.id)) != NULL) {
 		if (term_ended(t))
 			http_reply_error(c, 409, "id_taken", "terminal '%s' has "
 			    "ended; its ID stays taken in this boot", o.id);
@@ -322,6 +345,7 @@ api_term_create(struct http_conn *c, struct http_req *r)
 		    "live)", api_terms(c)->maxlive);
 	else
 		api_reply_spawn_error(c, failed, err, o.id);
+out:
 	api_launch_free(argv, env);
 	cJSON_Delete(j);
 }

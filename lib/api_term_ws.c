@@ -4,7 +4,10 @@
  * output as SSE.  Both read through follow.c from a cursor: a slow
  * client pauses its follow (the files are the buffer), never a copy in
  * memory.  Closing a socket never ends a terminal, except the fresh one
- * a /pty connection without a terminal ID was given.
+ * a /pty connection without a terminal ID was given.  A read pinned to
+ * an earlier boot reads that boot's record read-only (struct tsrc): it
+ * can never grow, so its replay ends with how it ended, as its status
+ * says (exited, or lost).
  */
 #include <sys/types.h>
 
@@ -17,6 +20,7 @@
 
 #include "api.h"
 #include "api_output.h"
+#include "api_sandbox.h"
 #include "api_term.h"
 #include "codec.h"
 #include "follow.h"
@@ -26,10 +30,19 @@
 #include "ws.h"
 #include "wsconn.h"
 
+/* An earlier boot's terminal, as its reader holds it. */
+struct tsrc {
+	struct logstore	 ro;		/* its output, read-only */
+	cJSON		*final;		/* its last status; NULL: this boot's */
+	char		 boot[API_BOOT_Q_MAX];
+	char		 id[PROC_ID_MAX + 1];
+};
+
 /* One attached client. */
 struct tws {
 	struct ev_loop		*loop;
-	struct term		*t;	/* NULL once removed */
+	struct term		*t;	/* NULL once removed, or src's */
+	struct tsrc		 src;
 	struct term_watch	 w;
 	struct follow		*f;	/* NULL once it ended */
 	struct wsconn		*ws;	/* NULL until upgraded */
@@ -42,6 +55,7 @@ struct tws {
 /* An SSE reader of a terminal's output. */
 struct tsse {
 	struct http_conn	*c;
+	struct tsrc		 src;
 	struct follow		*f;
 	char			 id[PROC_ID_MAX + 1];
 };
@@ -49,58 +63,155 @@ struct tsse {
 /* ------------------------------------------------------------------ */
 /* Shared */
 
-/* A follow of t's output from since (NULL: the start). */
+static void
+tsrc_init(struct tsrc *src)
+{
+	src->ro.fd[0] = src->ro.fd[1] = src->ro.idxfd = -1;
+	src->final = NULL;
+}
+
+static void
+tsrc_free(struct tsrc *src)
+{
+	logstore_close(&src->ro);
+	cJSON_Delete(src->final);
+	src->final = NULL;
+}
+
+/*
+ * Where a read of terminal id goes, by the boot it is pinned to: 0, the
+ * current boot (the caller looks id up); 1, an earlier one, id's record
+ * opened read-only into src; -1 with e (410 for a boot not retained,
+ * 404 for an id that boot did not have).
+ */
+static int
+tsrc_open(struct api *a, struct http_req *r, const char *id,
+    struct tsrc *src, struct api_err *e)
+{
+	const char	*boot;
+	int		 fd, rc;
+
+	if ((rc = api_term_pinned_dir(a, r, &fd, e)) != 1)
+		return rc;
+	boot = api_boot_named(r, src->boot, sizeof(src->boot));
+	if (boot != src->boot)
+		snprintf(src->boot, sizeof(src->boot), "%s", boot);
+	snprintf(src->id, sizeof(src->id), "%.128s", id);
+	rc = fd != -1 && record_id_valid(id) ? record_open_ro_kind(RECORD_TERM,
+	    fd, id, &src->ro, &src->final) : -1;
+	if (fd != -1)
+		close(fd);
+	if (rc == -1) {
+		api_err_set(e, 404, "not_found", NULL, "no terminal '%.128s' "
+		    "in that boot", id);
+		return -1;
+	}
+	/* No status at all: how it ended is unknown, as a lost one's. */
+	if (src->final == NULL && (src->final = cJSON_CreateObject()) == NULL) {
+		api_err_nomem(e);
+		return -1;
+	}
+	return 1;
+}
+
+/* A cJSON string field of j, or "". */
+static const char *
+tsrc_str(const cJSON *j, const char *name)
+{
+	const cJSON	*f = cJSON_GetObjectItemCaseSensitive(j, name);
+
+	return cJSON_IsString(f) ? f->valuestring : "";
+}
+
+/*
+ * How the terminal ended, into j: "exit" {"code","signal"} when it is
+ * known — the live one's, or the earlier boot's status's — and the
+ * status's "error" (lost) when it is not.
+ */
+static void
+tsrc_ending(const struct tsrc *src, struct term *t, cJSON *j)
+{
+	static const char *const copied[] = { "exit", "error" };
+	const cJSON	*x;
+	size_t		 i;
+
+	if (t != NULL) {
+		cJSON_AddItemToObject(j, "exit", term_exit_json(t));
+		return;
+	}
+	for (i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
+		if ((x = cJSON_GetObjectItemCaseSensitive(src->final,
+		    copied[i])) != NULL && !cJSON_IsNull(x))
+			cJSON_AddItemToObject(j, copied[i],
+			    cJSON_Duplicate(x, 1));
+}
+
+/*
+ * A follow from since (NULL: the start) of t's output, or, t NULL, of
+ * the earlier boot's record in src (which the follow reads until the
+ * reader frees it; it never grows, so the follow ends when caught up).
+ */
 static struct follow *
-api_term_follow(struct termtab *tt, struct term *t, bool follow,
-    const char *since, bool replay, struct api_err *e)
+api_term_follow(struct termtab *tt, struct term *t, struct tsrc *src,
+    bool follow, const char *since, bool replay, struct api_err *e)
 {
 	struct follow_opts	 o = { 0 };
-	struct follow_src	 src = { 0 };
+	struct follow_src	 fs = { 0 };
 	struct follow		*f;
 	char			 ts[TIME_MAX];
 
-	if ((src.ls = term_store(t)) == NULL) {
+	if (t == NULL) {
+		fs.ls = &src->ro;
+		fs.boot = src->boot;
+		fs.id = src->id;
+		fs.started = tsrc_str(src->final, "createdAt");
+	} else if ((fs.ls = term_store(t)) == NULL) {
 		api_err_set(e, 500, "internal", NULL, "cannot open the output "
 		    "of '%s': %s", term_id(t), strerror(errno));
 		return NULL;
+	} else {
+		codec_time(ts, term_created_ms(t));
+		fs.term = t;
+		fs.boot = termtab_boot(tt);
+		fs.id = term_id(t);
+		fs.started = ts;
 	}
-	codec_time(ts, term_created_ms(t));
-	src.term = t;
-	src.boot = termtab_boot(tt);
-	src.id = term_id(t);
-	src.started = ts;
 	o.walk = FOLLOW_RECORDS;
 	o.follow = follow;
 	o.eager = true;		/* keystroke echo: no merge wait */
-	if ((f = follow_new(tt->loop, &src, &o)) == NULL) {
+	if ((f = follow_new(tt->loop, &fs, &o)) == NULL) {
 		api_err_nomem(e);
 		return NULL;
 	}
 	if (follow_seek(f, since, replay) == -1) {
 		follow_free(f);
 		api_err_set(e, 400, "invalid_request", "cursor", "cursor: not "
-		    "a cursor of terminal '%s' in this boot", term_id(t));
+		    "a cursor of terminal '%.128s' in %s boot", fs.id,
+		    t != NULL ? "this" : "that");
 		return NULL;
 	}
 	return f;
 }
 
-/* The current boot's terminal the route's {} names, or NULL after a reply. */
-static struct term *
-api_term_named(struct http_conn *c, struct http_req *r)
+/*
+ * The terminal the route's {} names, for a read: this boot's (*tp), or
+ * an earlier boot's record opened into src (*tp NULL).  -1 with e.
+ */
+static int
+api_term_named(struct http_conn *c, struct http_req *r, struct term **tp,
+    struct tsrc *src, struct api_err *e)
 {
-	struct api_err	 e;
-	struct term	*t;
-	int		 fd;
+	int	rc;
 
-	if (api_pin(api_of(c), r, false, &fd, &e) != 0) {
-		api_reply_err(c, &e);
-		return NULL;
+	*tp = NULL;
+	if ((rc = tsrc_open(api_of(c), r, r->param[0], src, e)) != 0)
+		return rc == 1 ? 0 : -1;
+	if ((*tp = term_find(api_of(c)->terms, r->param[0])) == NULL) {
+		api_err_set(e, 404, "not_found", NULL, "no terminal '%.128s' "
+		    "in this boot", r->param[0]);
+		return -1;
 	}
-	if ((t = term_find(api_of(c)->terms, r->param[0])) == NULL)
-		http_reply_error(c, 404, "not_found", "no terminal '%.128s' in "
-		    "this boot", r->param[0]);
-	return t;
+	return 0;
 }
 
 /* "cols" and "rows" of a query: absent 0, else 1..PTY_MAX_DIM. */
@@ -227,15 +338,26 @@ tws_gap(void *ctx, const struct follow_gap *g)
 	return tws_json(s, j);
 }
 
-/* The bridge's exit: {"code":N[,"signal":"SIGHUP"]}. */
+/*
+ * The bridge's exit: {"code":N[,"signal":"SIGHUP"]}, from the ending
+ * tsrc_ending gave; one with no exit (lost) is told as an error.
+ */
 static cJSON *
-tws_bridge_exit(struct term *t)
+tws_bridge_exit(const cJSON *end)
 {
-	cJSON		*e = term_exit_json(t), *j = tws_msg("exit", NULL);
-	const cJSON	*code, *sig;
+	const cJSON	*e, *code, *sig;
 	const char	*name;
 	char		 sn[32];
+	cJSON		*j;
 
+	if ((e = cJSON_GetObjectItemCaseSensitive(end, "exit")) == NULL) {
+		j = tws_msg("error", NULL);
+		e = cJSON_GetObjectItemCaseSensitive(end, "error");
+		cJSON_AddStringToObject(j, "message", *tsrc_str(e, "message") ?
+		    tsrc_str(e, "message") : "the terminal's exit is unknown");
+		return j;
+	}
+	j = tws_msg("exit", NULL);
 	code = cJSON_GetObjectItemCaseSensitive(e, "code");
 	sig = cJSON_GetObjectItemCaseSensitive(e, "signal");
 	cJSON_AddNumberToObject(j, "code", cJSON_IsNumber(code) ?
@@ -245,24 +367,25 @@ tws_bridge_exit(struct term *t)
 		snprintf(sn, sizeof(sn), "SIG%s", name);
 		cJSON_AddStringToObject(j, "signal", sn);
 	}
-	cJSON_Delete(e);
 	return j;
 }
 
+/* The end: the exit (as the terminal's, or its earlier boot's, status). */
 static void
 tws_end(void *ctx, enum follow_why why, const char *cursor)
 {
 	struct tws	*s = ctx;
-	cJSON		*j;
+	cJSON		*j, *b;
 
 	follow_free(s->f);
 	s->f = NULL;
-	if (why == FOLLOW_ENDED && s->t != NULL) {
-		if (s->bridge)
-			j = tws_bridge_exit(s->t);
-		else {
-			j = tws_msg("exit", cursor);
-			cJSON_AddItemToObject(j, "exit", term_exit_json(s->t));
+	if (why == FOLLOW_ENDED && (s->t != NULL || s->src.final != NULL)) {
+		j = tws_msg("exit", cursor);
+		tsrc_ending(&s->src, s->t, j);
+		if (s->bridge) {
+			b = tws_bridge_exit(j);
+			cJSON_Delete(j);
+			j = b;
 		}
 		(void)tws_json(s, j);
 	} else
@@ -320,12 +443,29 @@ tws_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		tws_input_wait(s);
 }
 
+/*
+ * An earlier boot's terminal takes nothing: the REST routes' refusal
+ * (410 stale_boot), as an error frame.  True when s is one.
+ */
+static bool
+tws_stale(struct tws *s)
+{
+	char	msg[API_ERR_MSG_MAX];
+
+	if (s->src.final == NULL)
+		return false;
+	snprintf(msg, sizeof(msg), "boot %s is not the current boot: "
+	    "terminal '%s' takes no input", s->src.boot, s->src.id);
+	tws_error(s, "stale_boot", msg);
+	return true;
+}
+
 static void
 tws_on_binary(void *ctx, const char *d, size_t n)
 {
 	struct tws	*s = ctx;
 
-	if (s->t == NULL || term_ended(s->t) || n == 0)
+	if (n == 0 || tws_stale(s) || s->t == NULL || term_ended(s->t))
 		return;		/* the exit frame says so */
 	if (term_input(s->t, d, n) == 0 && term_input_full(s->t))
 		tws_input_wait(s);
@@ -346,7 +486,7 @@ tws_on_text(void *ctx, const char *d, size_t n)
 	ty = cJSON_IsString(type) ? type->valuestring : "";
 	cols = cJSON_GetObjectItemCaseSensitive(j, "cols");
 	rows = cJSON_GetObjectItemCaseSensitive(j, "rows");
-	if (s->t == NULL || term_ended(s->t))
+	if (tws_stale(s) || s->t == NULL || term_ended(s->t))
 		;
 	else if (strcmp(ty, "resize") == 0) {
 		if (!api_integer(cols, 1, PTY_MAX_DIM) ||
@@ -385,6 +525,7 @@ tws_free(struct tws *s)
 	ev_timer_stop(s->loop, &s->retry);
 	follow_free(s->f);
 	term_watch_del(&s->w);
+	tsrc_free(&s->src);
 	free(s);
 }
 
@@ -452,30 +593,41 @@ tws_http_closed(struct http_conn *c, void *owner)
 	tws_on_close(owner);
 }
 
-/* Attach a client to t (the follow f is its, from now). */
-static void
-tws_attach(struct http_conn *c, struct termtab *tt, struct term *t,
-    struct follow *f, const char *accept, bool bridge, bool owned)
+/* A client, not yet attached; NULL after a 503. */
+static struct tws *
+tws_new(struct http_conn *c, struct termtab *tt, bool bridge)
 {
 	struct tws	*s;
-	int		 rc;
 
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
-		follow_free(f);
-		if (owned)
-			(void)term_terminate(t);
 		http_reply_error(c, 503, "busy", "out of memory");
-		return;
+		return NULL;
 	}
 	s->loop = tt->loop;
-	s->t = t;
-	s->f = f;
 	s->bridge = bridge;
-	s->owned = owned;
+	tsrc_init(&s->src);
 	ev_timer_init(&s->retry, tws_retry_cb, WS_INPUT_RETRY, 0.);
-	term_watch_add(t, &s->w, tws_term_event);
+	return s;
+}
+
+/* A client that is not attached: refused with e; its fresh terminal ends. */
+static void
+tws_refuse(struct http_conn *c, struct tws *s, const struct api_err *e)
+{
+	if (s->owned && s->t != NULL)
+		(void)term_terminate(s->t);
+	api_reply_err(c, e);
+	tws_free(s);
+}
+
+/* Attach s to its terminal (s->t, or s->src's record), s->f its follow. */
+static void
+tws_attach(struct http_conn *c, struct tws *s, const char *accept)
+{
+	if (s->t != NULL)
+		term_watch_add(s->t, &s->w, tws_term_event);
 	http_conn_own(c, s, tws_take, tws_http_closed);
-	if ((rc = http_reply_upgrade(c, "websocket", accept)) == 0)
+	if (http_reply_upgrade(c, "websocket", accept) == 0)
 		tws_take(c, s);
 	/* 1: on_drain takes it; -1: on_close frees s */
 }
@@ -489,16 +641,16 @@ api_term_connect(struct http_conn *c, struct http_req *r)
 {
 	struct termtab	*tt = api_of(c)->terms;
 	struct api_err	 e;
-	struct follow	*f;
-	struct term	*t;
+	struct tws	*s;
 	unsigned int	 cols, rows;
 	char		 hdr[64], cur[CURSOR_MAX + 1];
 
-	if ((t = api_term_named(c, r)) == NULL)
+	if ((s = tws_new(c, tt, false)) == NULL)
 		return;
-	if (api_term_handshake(r, hdr, sizeof(hdr), &e) == -1 ||
+	if (api_term_named(c, r, &s->t, &s->src, &e) == -1 ||
+	    api_term_handshake(r, hdr, sizeof(hdr), &e) == -1 ||
 	    api_term_query_dims(r, &cols, &rows, &e) == -1) {
-		api_reply_err(c, &e);
+		tws_refuse(c, s, &e);
 		return;
 	}
 	switch (http_query(r, "cursor", cur, sizeof(cur))) {
@@ -508,13 +660,14 @@ api_term_connect(struct http_conn *c, struct http_req *r)
 	case -1:
 		snprintf(cur, sizeof(cur), "-");	/* too long: refused */
 	}
-	if ((f = api_term_follow(tt, t, true, cur, true, &e)) == NULL) {
-		api_reply_err(c, &e);
+	if ((s->f = api_term_follow(tt, s->t, &s->src, true, cur, true,
+	    &e)) == NULL) {
+		tws_refuse(c, s, &e);
 		return;
 	}
-	if (cols != 0 && rows != 0 && !term_ended(t))
-		(void)term_resize(t, cols, rows);
-	tws_attach(c, tt, t, f, hdr, false, false);
+	if (s->t != NULL && cols != 0 && rows != 0 && !term_ended(s->t))
+		(void)term_resize(s->t, cols, rows);
+	tws_attach(c, s, hdr);
 }
 
 /* The terminal a /pty request names (header, then query), or NULL. */
@@ -530,14 +683,34 @@ api_pty_id(struct http_req *r, char *q, size_t n)
 	return NULL;
 }
 
+/*
+ * The query's cwd confined to the workspace, as the bridge's exec's:
+ * *cwd NULL when there is none, else the normalised copy in buf; -1
+ * with 403.  One too long for a path is not in the workspace either.
+ */
+static int
+api_pty_cwd(struct api *a, struct http_req *r, const char **cwd,
+    char buf[PATH_MAX], struct api_err *e)
+{
+	char	q[PATH_MAX];
+	int	rc;
+
+	*cwd = NULL;
+	if ((rc = http_query(r, "cwd", q, sizeof(q))) == 0 ||
+	    (rc == 1 && q[0] == '\0'))
+		return 0;
+	*cwd = rc == 1 ? q : "";
+	return api_sandbox_cwd_path(a->files, cwd, buf, e);
+}
+
 /* A terminal for /pty: the named one, or a new one (shell, cwd, size). */
 static struct term *
 api_pty_term(struct http_req *r, struct termtab *tt, const char *id,
-    unsigned int cols, unsigned int rows, struct api_err *e)
+    const char *cwd, unsigned int cols, unsigned int rows, struct api_err *e)
 {
 	struct term_opts	 o = { 0 };
 	struct term		*t;
-	char			 shell[PATH_MAX], cwd[PATH_MAX], *argv[2];
+	char			 shell[PATH_MAX], *argv[2];
 	bool			 failed;
 	int			 err;
 
@@ -554,8 +727,7 @@ api_pty_term(struct http_req *r, struct termtab *tt, const char *id,
 		argv[1] = NULL;
 		o.argv = argv;
 	}
-	if (http_query(r, "cwd", cwd, sizeof(cwd)) == 1 && cwd[0] != '\0')
-		o.cwd = cwd;
+	o.cwd = cwd;
 	o.id = id;
 	o.cols = cols;
 	o.rows = rows;
@@ -571,40 +743,63 @@ api_pty_term(struct http_req *r, struct termtab *tt, const char *id,
 }
 
 /*
+ * The boot a /pty request reads: a named terminal may be an earlier
+ * boot's (its record into s->src: 1); a fresh one is always this boot's
+ * (0).  -1 with e.
+ */
+static int
+api_pty_boot(struct api *a, struct http_req *r, const char *id,
+    struct tws *s, struct api_err *e)
+{
+	int	fd;
+
+	if (id != NULL)
+		return tsrc_open(a, r, id, &s->src, e);
+	return api_pin(a, r, false, &fd, e);
+}
+
+/*
  * The bridge's GET /v1/sandbox/{id}/pty?cols=&rows=&shell=&cwd=&terminalId=
  * (routed as /v1/pty).
  */
 static void
 api_term_pty(struct http_conn *c, struct http_req *r)
 {
-	struct termtab	*tt = api_of(c)->terms;
+	struct api	*a = api_of(c);
 	struct api_err	 e;
-	struct follow	*f;
-	struct term	*t;
-	const char	*id;
+	struct tws	*s;
+	const char	*id, *cwd;
 	unsigned int	 cols, rows;
-	char		 hdr[64], q[PROC_ID_MAX + 2];
+	char		 hdr[64], q[PROC_ID_MAX + 2], buf[PATH_MAX];
 	bool		 found;
-	int		 fd;
+	int		 rc;
 
-	if (api_pin(api_of(c), r, false, &fd, &e) != 0 ||
-	    api_term_query_dims(r, &cols, &rows, &e) == -1 ||
-	    api_term_handshake(r, hdr, sizeof(hdr), &e) == -1) {
-		api_reply_err(c, &e);
+	if ((s = tws_new(c, a->terms, true)) == NULL)
 		return;
-	}
 	id = api_pty_id(r, q, sizeof(q));
-	found = id != NULL && term_find(tt, id) != NULL;
-	if ((t = api_pty_term(r, tt, id, cols, rows, &e)) == NULL ||
-	    (f = api_term_follow(tt, t, true, NULL, true, &e)) == NULL) {
-		if (t != NULL && id == NULL)
-			(void)term_terminate(t);
-		api_reply_err(c, &e);
+	if ((rc = api_pty_boot(a, r, id, s, &e)) == -1 ||
+	    api_term_query_dims(r, &cols, &rows, &e) == -1 ||
+	    api_term_handshake(r, hdr, sizeof(hdr), &e) == -1 ||
+	    api_pty_cwd(a, r, &cwd, buf, &e) == -1) {
+		tws_refuse(c, s, &e);
 		return;
 	}
-	if (found && cols != 0 && rows != 0 && !term_ended(t))
-		(void)term_resize(t, cols, rows);
-	tws_attach(c, tt, t, f, hdr, true, id == NULL);
+	/* An earlier boot's record (rc 1) is read as it is: s->t NULL. */
+	found = id != NULL && term_find(a->terms, id) != NULL;
+	if (rc == 0 && (s->t = api_pty_term(r, a->terms, id, cwd, cols, rows,
+	    &e)) == NULL) {
+		tws_refuse(c, s, &e);
+		return;
+	}
+	s->owned = id == NULL;
+	if ((s->f = api_term_follow(a->terms, s->t, &s->src, true, NULL, true,
+	    &e)) == NULL) {
+		tws_refuse(c, s, &e);
+		return;
+	}
+	if (rc == 0 && found && cols != 0 && rows != 0 && !term_ended(s->t))
+		(void)term_resize(s->t, cols, rows);
+	tws_attach(c, s, hdr);
 }
 
 /* ------------------------------------------------------------------ */
@@ -676,6 +871,7 @@ static void
 tsse_free(struct tsse *rd)
 {
 	follow_free(rd->f);
+	tsrc_free(&rd->src);
 	free(rd);
 }
 
@@ -692,10 +888,13 @@ tsse_end(void *ctx, enum follow_why why, const char *cursor)
 		return;
 	}
 	t = follow_term(rd->f);
-	if (why == FOLLOW_ENDED && t != NULL) {
+	if (why == FOLLOW_ENDED && (t != NULL || rd->src.final != NULL)) {
+		/* An earlier boot's: its status's, "exited" or "error" (lost). */
 		j = tsse_event(rd, "terminal", cursor, codec_now_ms());
-		cJSON_AddStringToObject(j, "state", "exited");
-		cJSON_AddItemToObject(j, "exit", term_exit_json(t));
+		cJSON_AddStringToObject(j, "state", t != NULL ? "exited" :
+		    *tsrc_str(rd->src.final, "status") ?
+		    tsrc_str(rd->src.final, "status") : "error");
+		tsrc_ending(&rd->src, t, j);
 		if (tsse_send(rd, cursor, j) == -1)
 			return;
 	}
@@ -747,25 +946,23 @@ api_term_output(struct http_conn *c, struct http_req *r)
 	char		 q[CURSOR_MAX + 1];
 	int		 replay, follow;
 
-	if ((t = api_term_named(c, r)) == NULL)
-		return;
-	if (api_output_since_query(r, &replay, &follow, &since, q, sizeof(q),
-	    &e) == -1) {
-		api_reply_err(c, &e);
-		return;
-	}
 	if ((rd = calloc(1, sizeof(*rd))) == NULL) {
 		http_reply_error(c, 503, "busy", "out of memory");
 		return;
 	}
 	rd->c = c;
-	snprintf(rd->id, sizeof(rd->id), "%s", term_id(t));
-	if ((rd->f = api_term_follow(api_of(c)->terms, t, follow, since,
-	    replay, &e)) == NULL) {
+	tsrc_init(&rd->src);
+	if (api_term_named(c, r, &t, &rd->src, &e) == -1 ||
+	    api_output_since_query(r, &replay, &follow, &since, q, sizeof(q),
+	    &e) == -1 ||
+	    (rd->f = api_term_follow(api_of(c)->terms, t, &rd->src, follow,
+	    since, replay, &e)) == NULL) {
 		api_reply_err(c, &e);
-		free(rd);
+		tsse_free(rd);
 		return;
 	}
+	snprintf(rd->id, sizeof(rd->id), "%s", t != NULL ? term_id(t) :
+	    rd->src.id);
 	http_conn_own(c, rd, tsse_drained, tsse_closed);
 	if (http_sse_begin(c) == -1)
 		return;		/* tsse_closed frees it */

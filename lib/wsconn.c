@@ -174,11 +174,19 @@ wsconn_stuck_cb(struct ev_loop *loop, ev_timer *t, int revents)
 	wsconn_kill(ws);
 }
 
-/* A frame built by fn (ws.c's encoders), then flushed. */
+/*
+ * A frame built by fn (ws.c's encoders), then flushed.  Output that was
+ * waiting for the socket may leave with this frame: the owner, perhaps
+ * paused until on_drain, is then told from the loop (the write watcher
+ * kept on), never from inside its own call.
+ */
 static int
 wsconn_send(struct wsconn *ws, int (*fn)(struct buf *, const void *,
     size_t), const void *d, size_t n)
 {
+	bool	waited = ev_is_active(&ws->wio);
+	int	rc;
+
 	if (ws->dead || ws->closing_sent)
 		return -1;
 	if (buf_avail(&ws->out) + n > WS_OUT_MAX) {
@@ -191,7 +199,9 @@ wsconn_send(struct wsconn *ws, int (*fn)(struct buf *, const void *,
 		wsconn_kill(ws);
 		return -1;
 	}
-	return wsconn_flush(ws);
+	if ((rc = wsconn_flush(ws)) == 0 && waited && buf_avail(&ws->out) == 0)
+		ev_io_start(ws->loop, &ws->wio);
+	return rc;
 }
 
 static int

@@ -70,7 +70,7 @@ class Client:
         while not pred(self):
             left = end - time.monotonic()
             if left <= 0 or self.closed:
-                raise AssertionError("timed out; got %r" % self.out[-300:])
+                raise AssertionError("timed out; got %d bytes %r frames %r" % (len(self.out), self.out[-30:], [f for f in self.frames if isinstance(f, dict)][-4:]))
             try:
                 if not await self.step(left):
                     continue
@@ -187,6 +187,32 @@ class TestConnect(TermCase):
         self.assertEqual(r.status, 426, r)
         r = a.get("/v1/terminals/nosuch/connect", headers=hs)
         self.assertError(r, 404, "not_found")
+
+    def test_replay_goes_on_after_answers(self):
+        """A slow reader whose messages reach the agent while its replay is
+        paused: the answers (error frames) may empty the queue, and the
+        replay must still go on to the end, never stall."""
+        a = self.agent()
+        big = 900000
+        t = self.create(a, argv=["/bin/sh", "-c", "head -c %d /dev/zero | tr '\\0' y; exec sleep 1000" % big])
+        self.assertTrue(poll(lambda: len(self.output(a, t)) >= big, scaled(10)))
+        stored = self.output(a, t)
+
+        async def go():
+            ws = await websockets.unix_connect(a.sock, "ws://localhost/v1/terminals/%s/connect" % t["id"],
+                                               max_size=None, ping_interval=None, max_queue=1)
+            c = Client(ws)
+            for _ in range(3):
+                await c.ctl(type="bogus")
+            await c.until(lambda c: len(c.out) >= len(stored), 10)
+            self.assertEqual(c.out, stored)
+            errs = [f for f in c.frames if isinstance(f, dict) and f["type"] == "error"]
+            self.assertEqual([e["code"] for e in errs], ["invalid_request"] * 3, errs)
+            await ws.close()
+        # The stall needed an answer to leave at the moment the socket
+        # drained: a race, so several attempts.
+        for _ in range(8):
+            run(go())
 
     def test_two_clients(self):
         a = self.agent()
@@ -339,6 +365,233 @@ class TestBridgePty(TermCase):
             await c.wait_out(b"PROMPT> ")
             await c.ws.close()
         run(go())
+
+
+HANDSHAKE = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+             "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+
+
+@unittest.skipIf(websockets is None, "python3-websockets missing")
+class TestEarlierBoot(TermCase):
+    """A terminal of an earlier boot (the agent killed, restarted on the same
+    state dir): its output readable with the boot pin, as a process's is."""
+
+    def restart(self, big=0):
+        """lost1 (two writes, then running when the agent dies), done1 (exit 3)
+        and, if big, big1 printing big bytes.  (old agent, new agent, old boot,
+        a cursor lost1's live reader got after its first write, stored bytes)."""
+        a = self.agent()
+        old = a.health()["bootId"]
+        t = self.create(a, id="lost1", argv=["/bin/sh", "-c",
+                        "printf 'old-A\\n'; sleep 0.3; printf 'old-B\\n'; exec sleep 1000"])
+        self.wait_out(a, t, rb"old-A\r\nold-B\r\n")
+        ev = a.sse("/v1/terminals/lost1/output", timeout=5)
+        first = [e["json"] for e in ev.events if e["json"]["type"] == "data"][0]
+        self.assertEqual(base64.b64decode(first["data"]), b"old-A\r\n")
+        d = self.create(a, id="done1", argv=["/bin/sh", "-c", "printf bye; exit 3"])
+        self.wait_exited(a, d)
+        if big:
+            g = self.create(a, id="big1", argv=["/bin/sh", "-c",
+                            "head -c %d /dev/zero | tr '\\0' x; exec sleep 1000" % big])
+            self.assertTrue(poll(lambda: len(self.output(a, g)) >= big, scaled(10)))
+        stored = {x: self.output(a, {"id": x, "bootId": old})
+                  for x in ("lost1", "done1") + (("big1",) if big else ())}
+        a.kill()
+        b = self.agent(state_dir=a.state)
+        self.assertNotEqual(b.health()["bootId"], old)
+        return a, b, old, first["cursor"], stored
+
+    def data_of(self, ev):
+        return b"".join(base64.b64decode(e["json"]["data"]) for e in ev.events
+                        if e["json"]["type"] == "data")
+
+    def test_output_sse_pinned(self):
+        a, b, old, c1, stored = self.restart()
+        self.assertEqual(stored["lost1"], b"old-A\r\nold-B\r\n")
+        # follow=1 of a record that can never grow: the replay, the end, no wait.
+        t0 = time.monotonic()
+        ev = b.sse("/v1/terminals/lost1/output?follow=1&boot=%s" % old, timeout=10)
+        self.assertEqual(ev.status, 200, ev.body if hasattr(ev, "body") else ev)
+        self.assertTrue(ev.closed and not ev.timed_out, ev.events)
+        self.assertLess(time.monotonic() - t0, scaled(3))
+        self.assertEqual(self.data_of(ev), stored["lost1"])
+        end = ev.events[-1]["json"]
+        self.assertEqual((end["type"], end["state"], end["error"]["code"], end["terminalId"]),
+                         ("terminal", "error", "lost", "lost1"), end)
+        self.assertNotIn("exit", end)
+        for e in ev.events[:-1]:
+            self.assertEqual(e["json"]["terminalId"], "lost1")
+        # The cursor its live reader was given fits: only what came after it.
+        ev = b.sse("/v1/terminals/lost1/output?since=%s" % c1, headers={"Tend-Boot": old})
+        self.assertEqual(self.data_of(ev), b"old-B\r\n")
+        self.assertEqual(ev.events[-1]["json"]["state"], "error")
+        ev = b.sse("/v1/terminals/done1/output?follow=1&boot=%s" % old, timeout=10)
+        self.assertEqual(self.data_of(ev), b"bye")
+        end = ev.events[-1]["json"]
+        self.assertEqual((end["type"], end["state"], end["exit"]["code"]), ("terminal", "exited", 3))
+        self.assertNotIn("error", end)
+        # Refusals stay JSON: no such terminal there, a boot not retained, a foreign cursor.
+        self.assertError(b.get("/v1/terminals/nosuch/output?boot=%s" % old), 404, "not_found")
+        self.assertError(b.get("/v1/terminals/lost1/output?boot=%s" % ("0" * 32)), 410, "stale_boot")
+        self.assertError(b.get("/v1/terminals/lost1/output"), 404, "not_found")
+        self.assertError(b.get("/v1/terminals/done1/output?boot=%s&since=%s" % (old, c1)),
+                         400, "invalid_request")
+
+    def test_connect_pinned_replays_then_exit(self):
+        a, b, old, c1, stored = self.restart()
+
+        async def attach(tid, q=""):
+            c = await ws_open(b, "/v1/terminals/%s/connect?boot=%s%s" % (tid, old, q))
+            await c.until(lambda c: c.closed or c.exit is not None, 10)
+            self.assertEqual(c.frames[0]["type"], "ready", c.frames)
+            await c.until(lambda c: c.closed, 5)
+            return c
+
+        async def go():
+            c = await attach("lost1")
+            self.assertEqual(c.out, stored["lost1"])
+            texts = [f for f in c.frames if isinstance(f, dict)]
+            self.assertEqual(texts[-1]["type"], "exit", texts)
+            self.assertEqual(texts[-1]["error"]["code"], "lost", texts[-1])
+            self.assertIn("stopped before the terminal ended", texts[-1]["error"]["message"])
+            self.assertNotIn("exit", texts[-1])
+            self.assertEqual(texts[-1]["cursor"], c.cursors[-1][0])
+            # From the live boot's cursor, and from the exit's: what follows each.
+            d = await attach("lost1", "&cursor=%s" % c1)
+            self.assertEqual(d.out, b"old-B\r\n")
+            e = await attach("lost1", "&cursor=%s" % texts[-1]["cursor"])
+            self.assertEqual((e.out, e.exit["error"]["code"]), (b"", "lost"))
+            f = await attach("done1")
+            self.assertEqual(f.out, b"bye")
+            self.assertEqual(f.exit["exit"]["code"], 3, f.exit)
+            self.assertNotIn("error", f.exit)
+        run(go())
+        r = b.get("/v1/terminals/lost1/connect?boot=%s" % old, headers=HANDSHAKE)
+        self.assertEqual(r.status, 101, r)
+        self.assertError(b.get("/v1/terminals/nosuch/connect?boot=%s" % old, headers=HANDSHAKE),
+                         404, "not_found")
+        self.assertError(b.get("/v1/terminals/lost1/connect?boot=%s" % ("0" * 32),
+                               headers=HANDSHAKE), 410, "stale_boot")
+
+    def test_connect_pinned_takes_no_input(self):
+        """Input and control frames to an earlier boot's terminal are refused
+        as the REST routes refuse them (stale_boot); the replay is whole."""
+        big = 900000
+        a, b, old, c1, stored = self.restart(big=big)
+        self.assertGreaterEqual(len(stored["big1"]), big)
+
+        async def go():
+            # A client that reads slowly, so the replay is still going when
+            # its input arrives (after the close frame nothing is read).
+            ws = await websockets.unix_connect(b.sock, "ws://localhost/v1/terminals/big1/connect",
+                                               max_size=None, ping_interval=None, max_queue=1,
+                                               extra_headers={"Tend-Boot": old})
+            c = Client(ws)
+            await c.send(b"echo nope\n")
+            await c.ctl(type="resize", cols=50, rows=10)
+            await c.ctl(type="interrupt")
+            await c.until(lambda c: c.closed, 20)
+            return c
+        c = run(go())
+        self.assertEqual(c.out, stored["big1"])
+        texts = [f for f in c.frames if isinstance(f, dict)]
+        errs = [f for f in texts if f["type"] == "error"]
+        self.assertEqual(len(errs), 3, errs)
+        for e in errs:
+            self.assertEqual(e["code"], "stale_boot", e)
+            self.assertIn(old, e["message"])
+        self.assertEqual(texts[-1]["type"], "exit", texts[-3:])
+        self.assertEqual(texts[-1]["error"]["code"], "lost")
+        self.assertEqual(self.output(a, {"id": "big1", "bootId": old}), stored["big1"])
+        self.assertError(b.post("/v1/terminals/big1/input", b"x", headers={"Tend-Boot": old}),
+                         410, "stale_boot")
+
+    def test_bridge_pty_pinned(self):
+        a, b, old, c1, stored = self.restart()
+
+        async def go():
+            c = await ws_open(b, "/v1/sandbox/sb1/pty?terminalId=lost1&boot=%s" % old, bridge=True)
+            await c.until(lambda c: c.closed, 10)
+            self.assertEqual(c.frames[0], {"type": "ready"})
+            self.assertEqual(c.out, stored["lost1"])
+            last = c.frames[-1]
+            self.assertEqual(sorted(last), ["message", "type"], last)
+            self.assertEqual(last["type"], "error")
+            self.assertIn("stopped before the terminal ended", last["message"])
+            d = await ws_open(b, "/v1/sandbox/sb1/pty?boot=%s" % old, bridge=True,
+                              headers={"Terminal-Id": "done1"})
+            await d.until(lambda d: d.closed, 10)
+            self.assertEqual(d.out, b"bye")
+            self.assertEqual(d.exit, {"type": "exit", "code": 3})
+            self.assertEqual(d.frames[-1], d.exit)
+            # Unpinned, the ID resolves in this boot: a fresh terminal.
+            e = await ws_open(b, "/v1/sandbox/sb1/pty?terminalId=lost1&shell=/bin/sh", bridge=True)
+            await e.send(b"echo new$((2+3))\n")
+            await e.wait_out(b"new5")
+            self.assertNotIn(b"old-A", e.out)
+            await e.ws.close()
+        run(go())
+        st = b.get("/v1/terminals/lost1").json
+        self.assertEqual((st["status"], st["bootId"]), ("running", b.health()["bootId"]))
+        self.assertError(b.get("/v1/sandbox/sb1/pty?boot=%s" % old, headers=HANDSHAKE),
+                         410, "stale_boot")
+        self.assertError(b.get("/v1/sandbox/sb1/pty?terminalId=nosuch&boot=%s" % old,
+                               headers=HANDSHAKE), 404, "not_found")
+        self.assertEqual(len(b.get("/v1/terminals").json), 1)
+
+
+@unittest.skipIf(websockets is None, "python3-websockets missing")
+class TestPtyWorkspace(TermCase):
+    """The bridge namespace confines a terminal's cwd to the workspace, as
+    it does the exec's and the process launch's."""
+
+    def setUp(self):
+        super().setUp()
+        import shutil
+        import tempfile
+        self.tmp = tempfile.mkdtemp(prefix="tend-ws-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.ws = os.path.join(self.tmp, "workspace")
+        os.makedirs(os.path.join(self.ws, "b"))
+        self.a = self.agent(extra=["--workspace", self.ws])
+
+    OUTSIDE = ("/tmp", "{ws}/../x", "{ws}/b/../../", "{ws}x", "rel")
+
+    def test_pty_cwd_confined(self):
+        a = self.a
+        for cwd in self.OUTSIDE:
+            cwd = cwd.format(ws=self.ws)
+            for q in ("", "&terminalId=named"):
+                r = a.get("/v1/sandbox/sb1/pty?cwd=%s%s" % (cwd, q), headers=HANDSHAKE)
+                j = self.assertError(r, 403, "invalid_request")
+                self.assertIn("must be within %s" % self.ws, j["error"])
+        self.assertEqual(a.get("/v1/terminals").json, [])
+
+        async def go():
+            c = await ws_open(a, "/v1/sandbox/sb1/pty?shell=/bin/sh&cwd=%s/a/../b" % self.ws,
+                              bridge=True)
+            await c.send(b"pwd\n")
+            await c.wait_out(("%s/b\r\n" % self.ws).encode())
+            await c.ws.close()
+        run(go())
+
+    def test_sandbox_terminals_cwd_confined(self):
+        a = self.a
+        for cwd in self.OUTSIDE:
+            r = a.post("/v1/sandbox/sb1/terminals", {"argv": ["/bin/pwd"], "cwd": cwd.format(ws=self.ws)})
+            j = self.assertError(r, 403, "invalid_request")
+            self.assertIn("must be within %s" % self.ws, j["error"])
+        self.assertEqual(a.get("/v1/terminals").json, [])
+        r = a.post("/v1/sandbox/sb1/terminals", {"argv": ["/bin/pwd"], "cwd": self.ws + "/a/../b"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["cwd"], self.ws + "/b")
+        self.wait_out(a, r.json, ("%s/b\r\n" % self.ws).encode())
+        # The body's other checks are the API's, as they were.
+        self.assertError(a.post("/v1/sandbox/sb1/terminals", {"argv": [], "cwd": self.ws}),
+                         400, "invalid_request")
+        # tend's own namespace does not confine it.
+        r = a.post("/v1/terminals", {"argv": ["/bin/pwd"], "cwd": "/tmp"})
+        self.assertEqual((r.status, r.json["cwd"]), (200, "/tmp"))
 
 
 class TestTendTerm(TermCase):
