@@ -72,6 +72,8 @@ DEPS_api_term_ws	:= api api_output buf codec follow http record term ws wsconn
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
 DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
+DEPS_envd	:= api buf codec connect http user
+DEPS_api_envd	:= api envd http
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec
