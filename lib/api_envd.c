@@ -1203,39 +1203,50 @@ api_envd_close_stdin(struct http_conn *c, struct http_req *r)
 	cJSON_Delete(j);
 }
 
+/* An UpdateRequest's resize: 0, or -1 with e. */
+static int
+api_envd_resize(const cJSON *j, const struct envd_target *t,
+    struct envd_err *e)
+{
+	const cJSON	*pty = connect_field(j, "pty");
+	unsigned int	 cols = 0, rows = 0;
+
+	if (pty == NULL)
+		return 0;
+	if (api_envd_pty_size(pty, &cols, &rows, e) == -1)
+		return -1;
+	if (t->t == NULL) {
+		envd_err_set(e, "failed_precondition", "'%s' is not a pty",
+		    proc_id(t->p));
+		return -1;
+	}
+	if (cols == 0 || rows == 0) {
+		envd_err_set(e, "invalid_argument", "pty.size: cols and rows "
+		    "must be positive");
+		return -1;
+	}
+	if (term_resize(t->t, cols, rows) == -1) {
+		envd_err_set(e, "not_found", "terminal '%s' has ended",
+		    term_id(t->t));
+		return -1;
+	}
+	return 0;
+}
+
 /* POST /process.Process/Update: a pty's size. */
 static void
 api_envd_update(struct http_conn *c, struct http_req *r)
 {
 	struct envd_target	 t;
 	struct envd_err		 e;
-	const cJSON		*pty;
-	unsigned int		 cols = 0, rows = 0;
 	cJSON			*j;
-	int			 rc = -1;
 
-	if ((j = envd_unary_body(r, &e)) != NULL &&
-	    api_envd_select_live(api_of(c), j, &t, &e) == 0) {
-		pty = connect_field(j, "pty");
-		if (pty != NULL && api_envd_pty_size(pty, &cols, &rows,
-		    &e) == -1)
-			;
-		else if (pty != NULL && t.t == NULL)
-			envd_err_set(&e, "failed_precondition", "'%s' is not a "
-			    "pty", proc_id(t.p));
-		else if (pty != NULL && (cols == 0 || rows == 0))
-			envd_err_set(&e, "invalid_argument", "pty.size: cols "
-			    "and rows must be positive");
-		else if (pty != NULL && term_resize(t.t, cols, rows) == -1)
-			envd_err_set(&e, "not_found", "terminal '%s' has "
-			    "ended", term_id(t.t));
-		else
-			rc = 0;
-	}
-	if (rc == 0)
-		api_envd_ok(c);
-	else
+	if ((j = envd_unary_body(r, &e)) == NULL ||
+	    api_envd_select_live(api_of(c), j, &t, &e) == -1 ||
+	    api_envd_resize(j, &t, &e) == -1)
 		envd_reply_err(c, &e);
+	else
+		api_envd_ok(c);
 	cJSON_Delete(j);
 }
 

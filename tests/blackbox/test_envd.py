@@ -346,6 +346,7 @@ class TestErrorCodes(EnvdCase):
         self.assertEqual(events(fr)[-1], ("end", {"exitCode": -1, "status": "signal: killed",
                                                   "error": "signal: killed"}))
         self.assertEnded(fr, "deadline_exceeded")
+        self.wait_gone("dl")
         j = self.a.get("/v1/processes/dl").json
         self.assertEqual((j["exit"]["signal"], j["exit"]["timedOut"]), (9, True))
 
