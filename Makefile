@@ -43,6 +43,7 @@ DEPS_fsutil	:=
 DEPS_user	:=
 DEPS_pty	:=
 DEPS_codec	:= buf
+DEPS_connect	:= buf
 DEPS_cursor	:= codec
 DEPS_hclient	:= buf
 DEPS_ws		:= buf codec
@@ -71,6 +72,8 @@ DEPS_api_term_ws	:= api api_output api_sandbox api_term buf codec follow http lo
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
 DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc api_term http proc term
+DEPS_envd	:= api buf codec connect http user
+DEPS_api_envd	:= api buf codec connect envd follow http proc term
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec
@@ -168,7 +171,16 @@ test: setup
 	$(MAKE) all $(BUILD)/unit
 	$(BUILD)/unit
 	TEND_BIN=$(abspath $(BUILD)/tend) scripts/test
+	$(MAKE) e2b
 	$(MAKE) fuzz-replay
+
+# The unmodified E2B JS SDK against the agent through the shim
+# (tests/e2b/run.py): npm ci into $(BUILD)/e2b, then one line per check;
+# without node and npm it says so and skips.
+.PHONY: e2b
+e2b: all
+	TEND_BIN=$(abspath $(BUILD)/tend) E2B_BUILD=$(abspath $(BUILD))/e2b \
+	    tests/e2b/run.py
 
 # The same tests under AddressSanitizer and UBSan.
 asan: setup

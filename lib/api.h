@@ -22,10 +22,12 @@
 #include "term.h"
 
 struct api_files;
+struct envd;
 
 struct api {
 	struct proctab		*tab;
 	struct api_files	*files;		/* api_files.c's roots */
+	struct envd		*envd;		/* envd's defaults (lib/envd.h) */
 	struct termtab		*terms;
 	struct http_server	*srv;
 	const char		*default_user;	/* --default-user, or NULL */

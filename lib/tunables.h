@@ -150,7 +150,7 @@
 
 /* The routes (lib/api*.c). */
 #define API_ERR_MSG_MAX		HTTP_ERROR_MSG_MAX	/* an api_err's message */
-#define API_ROUTES_MAX		64	/* of all route modules, together */
+#define API_ROUTES_MAX		96	/* of all route modules, together */
 #define API_MAXLOG_MAX		9007199254740992.0	/* 2^53: maxLogBytes, exact in a double */
 #define API_UID_MAX		4294967294.0	/* (uid_t)-1 is "no user" */
 #define API_RLIMIT_MAX		9007199254740992.0	/* 2^53: exact in a double */
@@ -174,5 +174,15 @@
 #define BRIDGE_NAME_MAX		64	/* POST /v1/sandbox's id, from the host name */
 #define BRIDGE_DELETE_POLL	0.02	/* s, DELETE looks whether all ended */
 #define BRIDGE_DELETE_SLACK	1.0	/* s past the longest grace: reply anyway */
+
+/* envd's Connect API (lib/connect.c, lib/envd.c, lib/api_envd*.c). */
+#define CONNECT_MSG_MAX		HTTP_MAX_BODY	/* one request message */
+#define CONNECT_NAME_MAX	64	/* a field name, snake_case, NUL included */
+#define CONNECT_TIMEOUT_DIGITS	10	/* Connect-Timeout-Ms, by the protocol */
+#define ENVD_KEEPALIVE_DEFAULT	50	/* s, without Keepalive-Ping-Interval */
+#define ENVD_KEEPALIVE_MAX	3600	/* s, the largest interval taken */
+#define ENVD_INIT_ENV_MAX	PROC_MAX_ENV	/* POST /init's envVars */
+#define ENVD_INIT_ENV_BYTES	(256 * 1024)	/* ... names and values, in all */
+#define USER_HOME_MAX		1024	/* of a home directory, NUL included */
 
 #endif
