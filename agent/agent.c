@@ -301,7 +301,7 @@ agent_option(int ch, const char *arg)
 		opt.shim_user = arg;
 		break;
 	case 'Y':
-		if (user_parse(arg, &u) == -1) {
+		if (user_parse(NULL, arg, &u) == -1) {
 			fprintf(stderr, "tend agent: --default-user: "
 			    "'%s': %s\n", arg, errno == ENOENT ?
 			    "no such user" : strerror(errno));
@@ -394,13 +394,15 @@ static void
 agent_shim_start(void)
 {
 	struct shimctl_opts	o;
-	uid_t			uid;
+	struct user_id		u;
 	gid_t			gid = 0;
 
-	if (opt.shim_listen != NULL && shim_user(opt.shim_user, &uid,
-	    &gid) == -1)
-		fatalx("event=bad_shim_user user=%s", opt.shim_user);
-	if (opt.socket_group != NULL && shim_group(opt.socket_group,
+	if (opt.shim_listen != NULL) {
+		if (user_parse(NULL, opt.shim_user, &u) == -1)
+			fatalx("event=bad_shim_user user=%s", opt.shim_user);
+		gid = u.gid;
+	}
+	if (opt.socket_group != NULL && user_group(NULL, opt.socket_group,
 	    &gid) == -1)
 		fatalx("event=bad_socket_group group=%s", opt.socket_group);
 	if ((opt.socket_group != NULL || opt.shim_listen != NULL) &&
