@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -114,6 +115,7 @@ static void	agent_usage(FILE *);
 static void	agent_options(int, char **);
 static void	agent_shim_options(void);
 static void	agent_shim_start(void);
+static void	agent_socket_dir(void);
 static pid_t	agent_spawn_main(char **);
 static void	agent_reap_cb(struct ev_loop *, ev_child *, int);
 static void	agent_signal_cb(struct ev_loop *, ev_signal *, int);
@@ -387,6 +389,28 @@ agent_shim_options(void)
 }
 
 /*
+ * The socket's directory, when the image has none: a user's image that
+ * only copied tend in (FROM scratch, busybox alone) may have no /run.
+ * 0755, so that --socket-group's members reach the socket.  One level
+ * only: a deeper missing path is a mistake for listen to report.
+ */
+static void
+agent_socket_dir(void)
+{
+	char	dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char	*slash;
+
+	if (strlen(opt.socket) >= sizeof(dir))
+		return;
+	memcpy(dir, opt.socket, strlen(opt.socket) + 1);
+	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
+		return;
+	*slash = '\0';
+	if (mkdir(dir, 0755) == 0)
+		log_info("event=socket_dir_made dir=%s", dir);
+}
+
+/*
  * The socket's group (--socket-group, or the shim user's own group when
  * the agent supervises a shim): 0660.  Then the shim, if any.
  */
@@ -482,6 +506,7 @@ agent_main(int argc, char **argv)
 	}
 	ev_timer_init(&grace_timer, agent_grace_cb, opt.grace, 0.);
 
+	agent_socket_dir();
 	if (api_listen(&api, loop, opt.socket, opt.max_conns,
 	    agent_routes, agent_bridge_routes) == -1) {
 		if (errno == EADDRINUSE)
