@@ -58,7 +58,7 @@ struct spawn_opts {
 	bool		 has_user;
 	uid_t		 uid;
 	gid_t		 gid;
-	const char	*user;		/* for its groups (user_groups), or NULL */
+	const char	*user;		/* for user_groups, or NULL */
 	/*
 	 * A controlling terminal, the slave of a pty by name: the child
 	 * makes its own session, opens it as its 0, 1 and 2 (fd[] is not

@@ -122,7 +122,7 @@
 /* Accounts (lib/user.c). */
 #define USER_NAME_MAX		256	/* of a user name, NUL included */
 #define USER_PASSWD		"/etc/passwd"	/* read with fgetpwent, no NSS */
-#define USER_GROUP		"/etc/group"	/* read with fgetgrent, no NSS */
+#define USER_GROUP		"/etc/group"	/* with fgetgrent, no NSS */
 /* Supplementary groups of a child (on the stack of spawn's fork path). */
 #define USER_GROUPS_MAX		1024
 

@@ -24,7 +24,7 @@ struct user_files {
 struct user_id {
 	uid_t	uid;
 	gid_t	gid;
-	/* The passwd name, for user_groups; "" when it has none (or uid:gid). */
+	/* The passwd name, for user_groups; "" when none (or uid:gid). */
 	char	name[USER_NAME_MAX];
 };
 
