@@ -146,9 +146,13 @@ class TestRootfs(unittest.TestCase):
         def health():
             try:
                 c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
-                c.request("GET", "/v1/health", headers={"Authorization": "Bearer tok-%d" % os.getpid()})
-                r = c.getresponse()
-                return r.status, r.read()
+                try:
+                    c.request("GET", "/v1/health",
+                              headers={"Authorization": "Bearer tok-%d" % os.getpid()})
+                    r = c.getresponse()
+                    return r.status, r.read()
+                finally:
+                    c.close()
             except OSError:
                 return None
         self.assertTrue(poll(lambda: health() is not None and health()[0] == 200, scaled(10.0)),
