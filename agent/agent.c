@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -119,6 +120,7 @@ static void	agent_usage(FILE *);
 static void	agent_options(int, char **);
 static void	agent_shim_options(void);
 static void	agent_shim_start(void);
+static void	agent_socket_dir(void);
 static pid_t	agent_spawn_main(char **);
 static void	agent_reap_cb(struct ev_loop *, ev_child *, int);
 static void	agent_signal_cb(struct ev_loop *, ev_signal *, int);
@@ -307,7 +309,7 @@ agent_option(int ch, const char *arg)
 		opt.shim_user = arg;
 		break;
 	case 'Y':
-		if (user_parse(arg, &u) == -1) {
+		if (user_parse(NULL, arg, &u) == -1) {
 			fprintf(stderr, "tend agent: --default-user: "
 			    "'%s': %s\n", arg, errno == ENOENT ?
 			    "no such user" : strerror(errno));
@@ -317,7 +319,7 @@ agent_option(int ch, const char *arg)
 		break;
 	case 'e':
 		errno = EINVAL;
-		if (strchr(arg, ':') != NULL || user_parse(arg, &u) == -1) {
+		if (strchr(arg, ':') != NULL || user_parse(NULL, arg, &u) == -1) {
 			fprintf(stderr, "tend agent: --envd-user: '%s': %s\n",
 			    arg, errno == ENOENT ? "no such user" :
 			    "must be a user name or uid");
@@ -404,6 +406,28 @@ agent_shim_options(void)
 }
 
 /*
+ * The socket's directory, when the image has none: a user's image that
+ * only copied tend in (FROM scratch, busybox alone) may have no /run.
+ * 0755, so that --socket-group's members reach the socket.  One level
+ * only: a deeper missing path is a mistake for listen to report.
+ */
+static void
+agent_socket_dir(void)
+{
+	char	dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char	*slash;
+
+	if (strlen(opt.socket) >= sizeof(dir))
+		return;
+	memcpy(dir, opt.socket, strlen(opt.socket) + 1);
+	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
+		return;
+	*slash = '\0';
+	if (mkdir(dir, 0755) == 0)
+		log_info("event=socket_dir_made dir=%s", dir);
+}
+
+/*
  * The socket's group (--socket-group, or the shim user's own group when
  * the agent supervises a shim): 0660.  Then the shim, if any.
  */
@@ -411,13 +435,15 @@ static void
 agent_shim_start(void)
 {
 	struct shimctl_opts	o;
-	uid_t			uid;
+	struct user_id		u;
 	gid_t			gid = 0;
 
-	if (opt.shim_listen != NULL && shim_user(opt.shim_user, &uid,
-	    &gid) == -1)
-		fatalx("event=bad_shim_user user=%s", opt.shim_user);
-	if (opt.socket_group != NULL && shim_group(opt.socket_group,
+	if (opt.shim_listen != NULL) {
+		if (user_parse(NULL, opt.shim_user, &u) == -1)
+			fatalx("event=bad_shim_user user=%s", opt.shim_user);
+		gid = u.gid;
+	}
+	if (opt.socket_group != NULL && user_group(NULL, opt.socket_group,
 	    &gid) == -1)
 		fatalx("event=bad_socket_group group=%s", opt.socket_group);
 	if ((opt.socket_group != NULL || opt.shim_listen != NULL) &&
@@ -500,6 +526,7 @@ agent_main(int argc, char **argv)
 	}
 	ev_timer_init(&grace_timer, agent_grace_cb, opt.grace, 0.);
 
+	agent_socket_dir();
 	if (api_listen(&api, loop, opt.socket, opt.max_conns,
 	    agent_routes, agent_bridge_routes) == -1) {
 		if (errno == EADDRINUSE)

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "shim.h"
 #include "tunables.h"
+#include "user.h"
 
 static struct {
 	const char	*listen;
@@ -201,16 +202,19 @@ static void
 shim_drop(void)
 {
 	struct stat	st;
+	struct user_id	u;
 	uid_t		uid;
 	gid_t		gid, sgid;
 	int		ngroups = 0;
 
 	if (geteuid() != 0)
 		return;
-	if (shim_user(opt.user, &uid, &gid) == -1)
+	if (user_parse(NULL, opt.user, &u) == -1)
 		fatalx("event=bad_user user=%s", opt.user);
+	uid = u.uid;
+	gid = u.gid;
 	if (opt.group != NULL) {
-		if (shim_group(opt.group, &sgid) == -1)
+		if (user_group(NULL, opt.group, &sgid) == -1)
 			fatalx("event=bad_group group=%s", opt.group);
 		ngroups = 1;
 	} else if (stat(opt.socket, &st) == 0 && (st.st_mode & 0060) ==

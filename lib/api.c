@@ -315,11 +315,11 @@ api_opt_user(const cJSON *j, const char *defuser, struct api_confine *c,
 	if (f == NULL && defuser == NULL)
 		return 0;
 	if (f == NULL)
-		rc = user_parse(defuser, &u);
+		rc = user_parse(NULL, defuser, &u);
 	else if (cJSON_IsString(f))
-		rc = user_parse(f->valuestring, &u);
+		rc = user_parse(NULL, f->valuestring, &u);
 	else if (api_integer(f, 0, API_UID_MAX))
-		rc = user_by_uid((uid_t)f->valuedouble, &u);
+		rc = user_by_uid(NULL, (uid_t)f->valuedouble, &u);
 	else
 		rc = -1, errno = EINVAL;
 	if (rc == -1) {

@@ -91,7 +91,7 @@ envd_user_lookup(const char *name, struct envd_user *u, struct envd_err *e)
 
 	/* "uid:gid" is tend's spelling, not a name envd would look up. */
 	if (name[0] == '\0' || strchr(name, ':') != NULL ||
-	    (user_parse(name, &id) == -1 && (errno != ENOENT ||
+	    (user_parse(NULL, name, &id) == -1 && (errno != ENOENT ||
 	    strcmp(name, "root") != 0 || envd_user_root(&id) == -1))) {
 		envd_err_set(e, "unauthenticated", "invalid username: '%.64s'",
 		    name);

@@ -120,7 +120,7 @@ struct proc_opts {
 	bool		 has_user;
 	uid_t		 uid;
 	gid_t		 gid;
-	const char	*user;		/* the name for initgroups, or NULL */
+	const char	*user;		/* the name for its groups, or NULL */
 	char		 user_name[256];	/* its storage */
 	struct spawn_confine confine;
 	uint64_t	 maxlog;

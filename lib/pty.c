@@ -7,13 +7,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "pty.h"
+#include "user.h"
 
 #define PTY_SHELL_FALLBACK	"/bin/sh"
 
@@ -152,28 +152,10 @@ fail:
 static int
 pty_login_shell(uid_t uid, char out[PATH_MAX])
 {
-	struct passwd	 pw, *res = NULL;
-	char		*scratch = NULL, *p;
-	size_t		 sz = 1024;
-	int		 rc = -1;
-
-	for (;;) {
-		if ((p = realloc(scratch, sz)) == NULL)
-			break;
-		scratch = p;
-		if (getpwuid_r(uid, &pw, scratch, sz, &res) != ERANGE ||
-		    sz >= PTY_PASSWD_BUF_MAX)
-			break;
-		sz *= 2;
-	}
-	if (res != NULL && res->pw_shell != NULL && res->pw_shell[0] == '/' &&
-	    strlen(res->pw_shell) < PATH_MAX &&
-	    access(res->pw_shell, X_OK) == 0) {
-		memcpy(out, res->pw_shell, strlen(res->pw_shell) + 1);
-		rc = 0;
-	}
-	free(scratch);
-	return rc;
+	if (user_shell(NULL, uid, out, PATH_MAX) == -1 || out[0] != '/' ||
+	    access(out, X_OK) == -1)
+		return -1;
+	return 0;
 }
 
 int

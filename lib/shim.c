@@ -20,8 +20,6 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -826,71 +824,4 @@ shim_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		shim_conn_free(c);
 		return;
 	}
-}
-
-/* ------------------------------------------------------------------ */
-/* Accounts                                                            */
-
-static int
-shim_id(const char *s, size_t n, unsigned long *v)
-{
-	char	buf[24], *end;
-
-	if (n == 0 || n >= sizeof(buf))
-		return -1;
-	memcpy(buf, s, n);
-	buf[n] = '\0';
-	errno = 0;
-	*v = strtoul(buf, &end, 10);
-	if (errno != 0 || *end != '\0' || !(buf[0] >= '0' && buf[0] <= '9') ||
-	    *v >= (unsigned long)(uid_t)-1)
-		return -1;
-	return 0;
-}
-
-int
-shim_user(const char *s, uid_t *uid, gid_t *gid)
-{
-	struct passwd	*pw;
-	const char	*colon = strchr(s, ':');
-	unsigned long	 u, g;
-
-	if (shim_id(s, colon ? (size_t)(colon - s) : strlen(s), &u) == 0) {
-		if (colon != NULL) {
-			if (shim_id(colon + 1, strlen(colon + 1), &g) == -1)
-				goto bad;
-		} else if ((pw = getpwuid(u)) != NULL)
-			g = pw->pw_gid;
-		else
-			g = u;
-		*uid = u;
-		*gid = g;
-		return 0;
-	}
-	if (colon == NULL && (pw = getpwnam(s)) != NULL) {
-		*uid = pw->pw_uid;
-		*gid = pw->pw_gid;
-		return 0;
-	}
-bad:
-	errno = EINVAL;
-	return -1;
-}
-
-int
-shim_group(const char *s, gid_t *gid)
-{
-	struct group	*gr;
-	unsigned long	 g;
-
-	if (shim_id(s, strlen(s), &g) == 0) {
-		*gid = g;
-		return 0;
-	}
-	if ((gr = getgrnam(s)) != NULL) {
-		*gid = gr->gr_gid;
-		return 0;
-	}
-	errno = EINVAL;
-	return -1;
 }

@@ -30,14 +30,6 @@ struct shim_config {
  */
 int	shim_parse_addr(const char *, struct sockaddr_storage *, socklen_t *);
 
-/*
- * An account as name, uid or uid:gid (numeric needs no passwd entry; a
- * lone uid takes its passwd group, or gid = uid); a group as name or gid.
- * -1 and EINVAL when unknown.
- */
-int	shim_user(const char *, uid_t *, gid_t *);
-int	shim_group(const char *, gid_t *);
-
 /* A listening TCP socket on addr (non-blocking, close-on-exec). */
 int	shim_bind(const struct sockaddr_storage *, socklen_t);
 

@@ -39,6 +39,7 @@
 #include "fsutil.h"
 #include "spawn.h"
 #include "tunables.h"
+#include "user.h"
 #include "util.h"
 
 extern char **environ;
@@ -80,11 +81,19 @@ static const char *const spawn_denied[] = {
 static struct sock_filter	*spawn_bpf;
 static unsigned short		 spawn_bpf_len;
 
-static _Noreturn void spawn_child(const struct spawn_opts *, int);
+/* The supplementary groups a child takes, looked up before fork. */
+struct spawn_groups {
+	gid_t	list[USER_GROUPS_MAX];
+	int	n;
+};
+
+static _Noreturn void spawn_child(const struct spawn_opts *,
+		    const struct spawn_groups *, int);
 static bool	spawn_confined(const struct spawn_confine *);
 static int	spawn_child_stdio(const struct spawn_opts *);
 static int	spawn_child_ctty(const char *);
-static int	spawn_child_user(const struct spawn_opts *);
+static int	spawn_child_user(const struct spawn_opts *,
+		    const struct spawn_groups *);
 static pid_t	spawn_fork(const struct spawn_opts *, bool *);
 static pid_t	spawn_posix(const struct spawn_opts *, bool *);
 static int	spawn_attr(posix_spawnattr_t *, const struct spawn_opts *);
@@ -446,11 +455,22 @@ static pid_t
 spawn_fork(const struct spawn_opts *o, bool *failed)
 {
 	struct spawn_fail	childerr;
+	struct spawn_groups	groups;
 	sigset_t		all, old;
 	ssize_t			n;
 	pid_t			pid;
 	int			xpipe[2], err;
 
+	/*
+	 * The groups initgroups would set, read here: the child may not
+	 * allocate, and the static build has no NSS for initgroups to use.
+	 */
+	groups.n = 0;
+	if (o->has_user && o->user != NULL && (groups.n = user_groups(NULL,
+	    o->user, o->gid, groups.list, nitems(groups.list))) == -1) {
+		*failed = true;
+		return -1;
+	}
 	if (pipe2(xpipe, O_CLOEXEC) == -1)
 		return -1;
 	/*
@@ -461,7 +481,7 @@ spawn_fork(const struct spawn_opts *o, bool *failed)
 	sigprocmask(SIG_SETMASK, &all, &old);
 	pid = fork();
 	if (pid == 0)
-		spawn_child(o, xpipe[1]);
+		spawn_child(o, &groups, xpipe[1]);
 	err = errno;
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(xpipe[1]);
@@ -485,15 +505,15 @@ spawn_fork(const struct spawn_opts *o, bool *failed)
 
 /*
  * In the child, between fork and exec.  Only async-signal-safe calls
- * until exec (initgroups is the documented exception: it reads the group
- * database, which is safe after fork in a single-threaded parent).  The
+ * until exec (the supplementary groups were read before fork).  The
  * seccomp filter is why spawn_start builds it before fork: libseccomp
  * allocates while it generates BPF, so the child only hands the finished
  * program to prctl.  A failure is reported through errfd as its stage
  * and errno, then _exit(127).
  */
 static _Noreturn void
-spawn_child(const struct spawn_opts *o, int errfd)
+spawn_child(const struct spawn_opts *o, const struct spawn_groups *g,
+    int errfd)
 {
 	const struct spawn_confine *c = o->confine;
 	struct spawn_fail	 f = { SPAWN_STAGE_RUN, 0 };
@@ -533,7 +553,7 @@ spawn_child(const struct spawn_opts *o, int errfd)
 	if (c != NULL && c->seccomp && spawn_child_seccomp() == -1)
 		goto fail;
 	f.stage = SPAWN_STAGE_RUN;
-	if (o->has_user && spawn_child_user(o) == -1)
+	if (o->has_user && spawn_child_user(o, g) == -1)
 		goto fail;
 	environ = (char **)o->envp;
 	execvp(o->argv[0], o->argv);
@@ -579,10 +599,9 @@ spawn_child_ctty(const char *slave)
 }
 
 static int
-spawn_child_user(const struct spawn_opts *o)
+spawn_child_user(const struct spawn_opts *o, const struct spawn_groups *g)
 {
-	if ((o->user == NULL || initgroups(o->user, o->gid) == -1) &&
-	    setgroups(0, NULL) == -1)
+	if (setgroups(g->n, g->list) == -1)
 		return -1;
 	if (setgid(o->gid) == -1 || setuid(o->uid) == -1)
 		return -1;

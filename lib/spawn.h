@@ -54,11 +54,11 @@ struct spawn_opts {
 	int		 fd[3];		/* the child's 0, 1, 2; -1: the agent's */
 	bool		 setsid;	/* its own session and process group */
 	bool		 closefds;	/* no other fd of the agent stays open */
-	/* Run as this user: initgroups(user, gid), setgid, setuid. */
+	/* Run as this user: its groups (user_groups), setgid, setuid. */
 	bool		 has_user;
 	uid_t		 uid;
 	gid_t		 gid;
-	const char	*user;		/* for initgroups, or NULL */
+	const char	*user;		/* for user_groups, or NULL */
 	/*
 	 * A controlling terminal, the slave of a pty by name: the child
 	 * makes its own session, opens it as its 0, 1 and 2 (fd[] is not

@@ -84,7 +84,7 @@ struct term_opts {
 	bool		 has_user;
 	uid_t		 uid;
 	gid_t		 gid;
-	const char	*user;		/* for initgroups, or NULL */
+	const char	*user;		/* for user_groups, or NULL */
 	struct spawn_confine confine;
 	uint64_t	 keep;		/* bufferSize; 0: TERM_KEEP_BYTES */
 };

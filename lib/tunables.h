@@ -61,7 +61,6 @@
 #define WS_READ_CHUNK		(16 * 1024)	/* one read(2) of a socket */
 #define WS_INPUT_RETRY		0.05		/* s, input held by another writer */
 #define PTY_MAX_DIM		10000		/* cols, rows */
-#define PTY_PASSWD_BUF_MAX	(64 * 1024)	/* getpwuid_r's scratch, at most */
 #define TERM_MAX_LIVE		64
 #define TERM_KEEP_BYTES		(1024 * 1024)	/* bufferSize by default */
 #define TERM_KEEP_BYTES_CAP	LOG_MAX_BYTES	/* largest bufferSize asked */
@@ -123,6 +122,9 @@
 /* Accounts (lib/user.c). */
 #define USER_NAME_MAX		256	/* of a user name, NUL included */
 #define USER_PASSWD		"/etc/passwd"	/* read with fgetpwent, no NSS */
+#define USER_GROUP		"/etc/group"	/* with fgetgrent, no NSS */
+/* Supplementary groups of a child (on the stack of spawn's fork path). */
+#define USER_GROUPS_MAX		1024
 
 /* The process table (lib/proc.c). */
 #define PROC_DRAIN_ROUNDS	16	/* pipe reads per wakeup, then yield */

@@ -146,6 +146,33 @@ class TestUser(ConfineCase):
         self.assertEqual(self.exec_ok(a, self.ID, user=pw.pw_name)[1],
                          "%d\n%d\n" % (pw.pw_uid, pw.pw_gid))
 
+    def test_supplementary_groups_from_etc_group(self):
+        # What initgroups gave before the static build: the passwd gid
+        # plus each /etc/group entry listing the name; none for a uid.
+        members = {}
+        with open("/etc/group") as f:
+            for line in f:
+                p = line.rstrip("\n").split(":")
+                for m in (p[3].split(",") if len(p) == 4 and p[3] else []):
+                    members.setdefault(m, set()).add(int(p[2]))
+        names = [n for n in sorted(members) if self._pw(n)]
+        if not names:
+            self.skipTest("no account here is a member of a group")
+        pw = self._pw(names[0])
+        a = self.agent()
+        groups = ["sh", "-c", "grep ^Groups: /proc/self/status"]
+        got = set(map(int, self.exec_ok(a, groups, user=pw.pw_name)[1].split()[1:]))
+        self.assertEqual(got, members[pw.pw_name] | {pw.pw_gid})
+        got = self.exec_ok(a, groups, user="%d:%d" % (pw.pw_uid, pw.pw_gid))[1].split()[1:]
+        self.assertEqual(got, [])
+
+    @staticmethod
+    def _pw(name):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            return None
+
     def test_default_user(self):
         a = self.agent(extra=["--default-user", "%d:%d" % (STRANGER, STRANGER)])
         self.assertEqual(self.exec_ok(a, self.ID)[1], "%d\n%d\n" % (STRANGER, STRANGER))
