@@ -251,12 +251,17 @@ class TestReplayShares(OutputCase):
         a.launch_ok(["head", "-c", str(self.SIZE), "/dev/zero"], id="big", maxLogBytes=1 << 32)
         self.assertEqual(a.wait_ended("big", 60000)["stdoutBytes"], self.SIZE)
         limit = scaled(0.1)
+        # A loop held by the replay is slow in every round; one sample
+        # preempted on a loaded machine is not: a second round decides.
         for path, wid, least in (("/v1/processes/big/logs", "w1", self.SIZE * 4 // 3),
                                  ("/v1/processes/big/stdout", "w2", self.SIZE)):
-            got, hp, slowest = self.replay_while_probing(a, path, wid)
-            self.assertGreaterEqual(got, least, "%s: the replay was cut short" % path)
-            self.assertFalse(hp.errors, hp.errors[:3])
-            self.assertGreater(hp.count, 0)
+            for attempt in range(2):
+                got, hp, slowest = self.replay_while_probing(a, path, wid + "-%d" % attempt)
+                self.assertGreaterEqual(got, least, "%s: the replay was cut short" % path)
+                self.assertFalse(hp.errors, hp.errors[:3])
+                self.assertGreater(hp.count, 0)
+                if hp.worst < limit and slowest < limit:
+                    break
             self.assertLess(hp.worst, limit, "%s: health took %.0f ms during the replay"
                             % (path, hp.worst * 1000))
             self.assertLess(slowest, limit, "%s: another process blocked %.0f ms on its pipe"
