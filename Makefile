@@ -43,6 +43,7 @@ DEPS_fsutil	:=
 DEPS_user	:=
 DEPS_pty	:=
 DEPS_codec	:= buf
+DEPS_connect	:= buf
 DEPS_cursor	:= codec
 DEPS_hclient	:= buf
 DEPS_ws		:= buf codec

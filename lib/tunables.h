@@ -175,6 +175,16 @@
 #define BRIDGE_DELETE_POLL	0.02	/* s, DELETE looks whether all ended */
 #define BRIDGE_DELETE_SLACK	1.0	/* s past the longest grace: reply anyway */
 
+/* envd's Connect API (lib/connect.c, lib/envd.c, lib/api_envd*.c). */
+#define CONNECT_MSG_MAX		HTTP_MAX_BODY	/* one request message */
+#define CONNECT_NAME_MAX	64	/* a field name, snake_case, NUL included */
+#define CONNECT_TIMEOUT_DIGITS	10	/* Connect-Timeout-Ms, by the protocol */
+#define ENVD_KEEPALIVE_DEFAULT	50	/* s, without Keepalive-Ping-Interval */
+#define ENVD_KEEPALIVE_MAX	3600	/* s, the largest interval taken */
+#define ENVD_INIT_ENV_MAX	PROC_MAX_ENV	/* POST /init's envVars */
+#define ENVD_INIT_ENV_BYTES	(256 * 1024)	/* ... names and values, in all */
+#define USER_HOME_MAX		1024	/* of a home directory, NUL included */
+
 /* Watching (lib/watch.c, lib/api_watch.c) and envd's files (lib/api_envd_fs.c, lib/multipart.c). */
 #define FILES_TMP_KEPT		256	/* tend's newest temp files a watcher can tell */
 #define WATCH_MAX		32	/* watches (inotify instances) at once */
