@@ -72,6 +72,7 @@ DEPS_api_term_ws	:= api api_output buf codec follow http record term ws wsconn
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
 DEPS_watch	:= codec files wlist
+DEPS_api_watch	:= api api_files codec files http watch
 DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf

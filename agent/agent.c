@@ -29,6 +29,7 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_files.h"
+#include "api_watch.h"
 #include "api_bridge.h"
 #include "api_sandbox.h"
 #include "api_term.h"
@@ -56,6 +57,7 @@ static const struct http_route *const agent_routes[] = {
 	api_output_routes,
 	api_exec_routes,
 	api_files_routes,
+	api_watch_routes,
 	api_term_routes,
 	api_sandbox_routes,
 	api_term_ws_routes,
@@ -471,6 +473,8 @@ agent_main(int argc, char **argv)
 	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
 		fatal("event=files_root_failed dir=%s", opt.files_root);
 	api.files = &files;
+	if ((api.watches = watchtab_new(loop, &files.root)) == NULL)
+		fatal("event=watchtab_failed");
 
 	ev_child_init(&reaper, agent_reap_cb, 0, 0);
 	ev_child_start(loop, &reaper);

@@ -22,10 +22,12 @@
 #include "term.h"
 
 struct api_files;
+struct watchtab;
 
 struct api {
 	struct proctab		*tab;
 	struct api_files	*files;		/* api_files.c's roots */
+	struct watchtab		*watches;	/* lib/watch.c's, on the files root */
 	struct termtab		*terms;
 	struct http_server	*srv;
 	const char		*default_user;	/* --default-user, or NULL */
