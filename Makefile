@@ -74,6 +74,8 @@ DEPS_child	:=
 DEPS_watch	:= codec files wlist
 DEPS_api_watch	:= api api_files codec files http watch
 DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
+DEPS_envd	:= api buf codec connect http user
+DEPS_api_envd	:= api envd http
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec

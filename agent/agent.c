@@ -31,11 +31,13 @@
 #include "api_files.h"
 #include "api_watch.h"
 #include "api_bridge.h"
+#include "api_envd.h"
 #include "api_sandbox.h"
 #include "api_term.h"
 #include "boot.h"
 #include "child.h"
 #include "codec.h"
+#include "envd.h"
 #include "fsutil.h"
 #include "log.h"
 #include "proc.h"
@@ -61,6 +63,7 @@ static const struct http_route *const agent_routes[] = {
 	api_term_routes,
 	api_sandbox_routes,
 	api_term_ws_routes,
+	api_envd_routes,
 	NULL
 };
 
@@ -94,6 +97,7 @@ static struct {
 	const char	*shim_listen;
 	const char	*shim_token_file;
 	const char	*shim_user;
+	const char	*envd_user;	/* NULL: root */
 } opt;
 
 static struct ev_loop	*loop;
@@ -101,6 +105,7 @@ static struct proctab	 tab;
 static struct termtab	 terms;
 static struct api	 api;
 static struct api_files	 files;
+static struct envd	 envd;
 static pid_t		 main_pid = -1;	/* wrapper mode's command */
 static int		 main_status = -1;
 static int		 exit_code;
@@ -163,6 +168,7 @@ agent_usage(FILE *f)
 "                          socket takes U's group\n"
 "      --default-user USER processes run as USER (name, uid or uid:gid)\n"
 "                          when a request names none (root)\n"
+"      --envd-user USER    the envd API's default user (root)\n"
 "  -v, --verbose           debug log lines\n"
 "  -h, --help              this text\n");
 }
@@ -311,6 +317,16 @@ agent_option(int ch, const char *arg)
 		}
 		opt.default_user = arg;
 		break;
+	case 'e':
+		errno = EINVAL;
+		if (strchr(arg, ':') != NULL || user_parse(arg, &u) == -1) {
+			fprintf(stderr, "tend agent: --envd-user: '%s': %s\n",
+			    arg, errno == ENOENT ? "no such user" :
+			    "must be a user name or uid");
+			exit(2);
+		}
+		opt.envd_user = arg;
+		break;
 	case 'v':
 		opt.verbose = 1;
 		break;
@@ -347,6 +363,7 @@ agent_options(int argc, char **argv)
 		{ "shim-token-file", required_argument, NULL, 'K' },
 		{ "shim-user",	   required_argument, NULL, 'U' },
 		{ "default-user",  required_argument, NULL, 'Y' },
+		{ "envd-user",	   required_argument, NULL, 'e' },
 		{ "verbose",	   no_argument,	      NULL, 'v' },
 		{ "help",	   no_argument,	      NULL, 'h' },
 		{ "list-routes",   no_argument,	      NULL, 'l' },
@@ -475,6 +492,9 @@ agent_main(int argc, char **argv)
 	api.files = &files;
 	if ((api.watches = watchtab_new(loop, &files.root)) == NULL)
 		fatal("event=watchtab_failed");
+	if (envd_init(&envd, opt.envd_user, getenv("PATH")) == -1)
+		fatal("event=envd_init_failed");
+	api.envd = &envd;
 
 	ev_child_init(&reaper, agent_reap_cb, 0, 0);
 	ev_child_start(loop, &reaper);
@@ -506,6 +526,7 @@ agent_main(int argc, char **argv)
 out:
 	termtab_finalize(&terms);
 	termtab_free(&terms);
+	envd_free(&envd);
 	proctab_finalize(&tab);
 	proctab_free(&tab);
 	unlink(opt.socket);

@@ -69,24 +69,20 @@ connect_env_parse(const void *d, size_t n, size_t max, struct connect_env *e)
 }
 
 /* The refusal of a request body: code, and why into msg. */
-static cJSON *
+static int
 connect_refuse(const char **code, const char *c, char *msg, size_t msgn,
     const char *why)
 {
 	*code = c;
 	(void)snprintf(msg, msgn, "%s", why);
-	return NULL;
+	return -1;
 }
 
-cJSON *
-connect_request(const void *d, size_t n, const char **code, char *msg,
-    size_t msgn)
+int
+connect_request(const void *d, size_t n, struct connect_env *e,
+    const char **code, char *msg, size_t msgn)
 {
-	struct connect_env	 e;
-	cJSON			*j;
-	const char		*end = NULL;
-
-	switch (connect_env_parse(d, n, CONNECT_MSG_MAX, &e)) {
+	switch (connect_env_parse(d, n, CONNECT_MSG_MAX, e)) {
 	case 0:
 		return connect_refuse(code, "invalid_argument", msg, msgn,
 		    "the request is not one whole envelope");
@@ -99,19 +95,10 @@ connect_request(const void *d, size_t n, const char **code, char *msg,
 		    errno == EMSGSIZE ? "message larger than the limit" :
 		    "unknown envelope flags");
 	}
-	if (e.flags != 0 || e.size != n)
+	if (e->flags != 0 || e->size != n)
 		return connect_refuse(code, "invalid_argument", msg, msgn,
 		    "a server stream's request is one message envelope");
-	j = cJSON_ParseWithLengthOpts(e.data, e.len, &end, 0);
-	if (j != NULL)
-		while (end < e.data + e.len && isspace((unsigned char)*end))
-			end++;
-	if (j == NULL || end != e.data + e.len || !cJSON_IsObject(j)) {
-		cJSON_Delete(j);
-		return connect_refuse(code, "invalid_argument", msg, msgn,
-		    "the message is not a JSON object");
-	}
-	return j;
+	return 0;
 }
 
 /* The header of an envelope of len bytes, then the bytes. */

@@ -43,12 +43,12 @@ int	connect_env_parse(const void *d, size_t n, size_t max,
 	    struct connect_env *e);
 
 /*
- * A request body that is exactly one uncompressed envelope, its message
- * a JSON object (a server stream's request).  The object, or NULL with
- * the Connect code (and a message into msg) to end the stream with.
+ * A request body that must be exactly one uncompressed message envelope
+ * (a server stream's request): 0 and *e, or -1 with the Connect code
+ * (and a message into msg) to end the stream with.
  */
-cJSON	*connect_request(const void *d, size_t n, const char **code,
-	    char *msg, size_t msgn);
+int	connect_request(const void *d, size_t n, struct connect_env *e,
+	    const char **code, char *msg, size_t msgn);
 
 /* Append one message envelope (flag 0) holding json to b.  -1: ENOMEM. */
 int	connect_env_add(struct buf *b, const char *json, size_t n);

@@ -150,7 +150,7 @@
 
 /* The routes (lib/api*.c). */
 #define API_ERR_MSG_MAX		HTTP_ERROR_MSG_MAX	/* an api_err's message */
-#define API_ROUTES_MAX		64	/* of all route modules, together */
+#define API_ROUTES_MAX		96	/* of all route modules, together */
 #define API_MAXLOG_MAX		9007199254740992.0	/* 2^53: maxLogBytes, exact in a double */
 #define API_UID_MAX		4294967294.0	/* (uid_t)-1 is "no user" */
 #define API_RLIMIT_MAX		9007199254740992.0	/* 2^53: exact in a double */

@@ -39,7 +39,9 @@ user_find(const char *name, uid_t uid, struct user_id *u)
 		u->uid = pw->pw_uid;
 		u->gid = pw->pw_gid;
 		if (snprintf(u->name, sizeof(u->name), "%s", pw->pw_name) >=
-		    (int)sizeof(u->name))
+		    (int)sizeof(u->name) || snprintf(u->home, sizeof(u->home),
+		    "%s", pw->pw_dir[0] == '/' ? pw->pw_dir : "/") >=
+		    (int)sizeof(u->home))
 			rc = -1, err = ENAMETOOLONG;
 		break;
 	}
@@ -82,6 +84,7 @@ user_by_uid(uid_t uid, struct user_id *u)
 		u->uid = uid;
 		u->gid = (gid_t)uid;
 		u->name[0] = '\0';
+		(void)snprintf(u->home, sizeof(u->home), "/");
 	}
 	return 0;
 }
@@ -102,6 +105,7 @@ user_parse(const char *spec, struct user_id *u)
 		}
 		u->uid = (uid_t)uid;
 		u->gid = (gid_t)gid;
+		(void)snprintf(u->home, sizeof(u->home), "/");
 		return 0;
 	}
 	if (user_number(spec, NULL, &uid) == 0)

@@ -16,6 +16,8 @@ struct user_id {
 	gid_t	gid;
 	/* The passwd name, for initgroups; "" when it has none (or uid:gid). */
 	char	name[USER_NAME_MAX];
+	/* Its home directory; "/" when it has no entry. */
+	char	home[USER_HOME_MAX];
 };
 
 /*

@@ -107,16 +107,15 @@ END_TEST
 
 START_TEST(request_ok)
 {
-	unsigned char	 d[64];
-	const char	*code = NULL;
-	char		 msg[128];
-	cJSON		*j;
-	size_t		 n = mkenv(d, 0, " {\"tag\":\"a\"} ");
+	unsigned char		 d[64];
+	struct connect_env	 e;
+	const char		*code = NULL;
+	char			 msg[128];
+	size_t			 n = mkenv(d, 0, " {\"tag\":\"a\"} ");
 
-	j = connect_request(d, n, &code, msg, sizeof(msg));
-	ck_assert_ptr_nonnull(j);
-	ck_assert_str_eq(cJSON_GetObjectItem(j, "tag")->valuestring, "a");
-	cJSON_Delete(j);
+	ck_assert_int_eq(connect_request(d, n, &e, &code, msg, sizeof(msg)), 0);
+	ck_assert_uint_eq(e.len, n - 5);
+	ck_assert_ptr_eq(e.data, (const char *)d + 5);
 }
 END_TEST
 
@@ -130,33 +129,39 @@ START_TEST(request_refused)
 		size_t		 extra;		/* junk bytes after it */
 		const char	*code;
 	} cases[] = {
-		{ 0, "{\"a\":", 0, 0, "invalid_argument" },
-		{ 0, "[1,2]", 0, 0, "invalid_argument" },
-		{ 0, "{} x", 0, 0, "invalid_argument" },
 		{ 0, "{}", 1, 0, "invalid_argument" },
+		{ 0, "{}", 4, 0, "invalid_argument" },
 		{ 0, "{}", 0, 3, "invalid_argument" },
+		{ 0, "{}", 0, 7, "invalid_argument" },
 		{ CONNECT_FLAG_END, "{}", 0, 0, "invalid_argument" },
+		{ 0x40, "{}", 0, 0, "invalid_argument" },
 		{ CONNECT_FLAG_COMPRESSED, "{}", 0, 0, "unimplemented" },
 	};
-	unsigned char	 d[64];
-	const char	*code;
-	char		 msg[128];
-	size_t		 i, n;
+	unsigned char		 d[64];
+	struct connect_env	 e;
+	const char		*code;
+	char			 msg[128];
+	size_t			 i, n;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		n = mkenv(d, cases[i].flags, cases[i].json) - cases[i].cut;
-		memset(d + n, 'z', cases[i].extra);
+		memset(d + n, 0, cases[i].extra);
 		n += cases[i].extra;
 		code = NULL;
 		msg[0] = '\0';
-		ck_assert_ptr_null(connect_request(d, n, &code, msg,
-		    sizeof(msg)));
+		ck_assert_int_eq(connect_request(d, n, &e, &code, msg,
+		    sizeof(msg)), -1);
 		ck_assert_str_eq(code, cases[i].code);
 		ck_assert_int_gt(strlen(msg), 0);
 	}
 	code = NULL;
-	ck_assert_ptr_null(connect_request("", 0, &code, msg, sizeof(msg)));
+	ck_assert_int_eq(connect_request("", 0, &e, &code, msg, sizeof(msg)),
+	    -1);
 	ck_assert_str_eq(code, "invalid_argument");
+	memcpy(d, "\0\x10\0\0\0", 5);	/* 256 MiB: over the limit */
+	ck_assert_int_eq(connect_request(d, 5, &e, &code, msg, sizeof(msg)),
+	    -1);
+	ck_assert_str_eq(code, "resource_exhausted");
 }
 END_TEST
 
