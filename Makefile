@@ -73,6 +73,7 @@ DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
 DEPS_watch	:= codec files wlist
 DEPS_api_watch	:= api api_files codec files http watch
+DEPS_multipart	:=
 DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
 DEPS_envd	:= api buf codec connect http user
 DEPS_api_envd	:= api envd http
