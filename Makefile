@@ -77,6 +77,7 @@ DEPS_multipart	:=
 DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
 DEPS_envd	:= api buf codec connect http user
 DEPS_api_envd	:= api envd http
+DEPS_api_envd_fs	:= api api_files codec connect envd files http log multipart user watch
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec

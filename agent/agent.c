@@ -32,6 +32,7 @@
 #include "api_watch.h"
 #include "api_bridge.h"
 #include "api_envd.h"
+#include "api_envd_fs.h"
 #include "api_sandbox.h"
 #include "api_term.h"
 #include "boot.h"
@@ -64,6 +65,7 @@ static const struct http_route *const agent_routes[] = {
 	api_sandbox_routes,
 	api_term_ws_routes,
 	api_envd_routes,
+	api_envd_fs_routes,
 	NULL
 };
 

@@ -213,6 +213,13 @@ void	files_put_abort(struct files_put *);
 int	files_mkdir(const struct files_root *, const char *rel, bool parents,
 	    mode_t mode);
 /*
+ * mkdir -p of rel, each directory it makes (mode less the umask) given
+ * to uid:gid (uid (uid_t)-1: left to the agent), those on the way taken
+ * as they are (ENOTDIR: something else is on the way).
+ */
+int	files_mkdirs_owned(const struct files_root *, const char *rel,
+	    mode_t mode, uid_t uid, gid_t gid);
+/*
  * Remove rel (a link itself, never its target).  A non-empty directory
  * is ENOTEMPTY unless recursive (then removed whole, links not
  * followed).  The root itself: EBUSY.

@@ -200,5 +200,7 @@
 #define MULTIPART_BOUNDARY_MAX	70	/* RFC 2046 */
 #define MULTIPART_HEAD_MAX	(8 * 1024)	/* of one part's headers */
 #define MULTIPART_PARTS_MAX	1000	/* parts of one upload */
+#define USER_GROUP		"/etc/group"	/* read with fgetgrent, no NSS */
+#define EFS_NAMES_CACHED	8	/* owner and group names per reply */
 
 #endif

@@ -8,6 +8,7 @@
  * ids nobody wrote down.
  */
 #include <errno.h>
+#include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,4 +118,28 @@ user_parse(const char *spec, struct user_id *u)
 	if ((rc = user_find(spec, 0, u)) == 0)
 		errno = ENOENT;
 	return rc == 1 ? 0 : -1;
+}
+
+int
+user_group_name(gid_t gid, char *out, size_t n)
+{
+	struct group	*gr;
+	FILE		*f;
+	int		 rc = -1, saved;
+
+	if ((f = fopen(USER_GROUP, "re")) == NULL)
+		return -1;
+	errno = ENOENT;
+	while ((gr = fgetgrent(f)) != NULL)
+		if (gr->gr_gid == gid) {
+			if (snprintf(out, n, "%s", gr->gr_name) < (int)n)
+				rc = 0;
+			else
+				errno = ENAMETOOLONG;
+			break;
+		}
+	saved = errno;
+	fclose(f);
+	errno = saved;
+	return rc;
 }

@@ -9,6 +9,8 @@
 
 #include <sys/types.h>
 
+#include <stddef.h>
+
 #include "tunables.h"
 
 struct user_id {
@@ -29,5 +31,11 @@ struct user_id {
 int	user_parse(const char *spec, struct user_id *u);
 /* A uid as a number of the JSON (0..API_UID_MAX): as user_parse. */
 int	user_by_uid(uid_t uid, struct user_id *u);
+
+/*
+ * The name of group gid, read from /etc/group itself (fgetgrent, no
+ * NSS), into out (n bytes): 0, or -1 with errno (ENOENT: no entry).
+ */
+int	user_group_name(gid_t gid, char *out, size_t n);
 
 #endif
