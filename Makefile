@@ -76,7 +76,7 @@ DEPS_api_watch	:= api api_files codec files http watch
 DEPS_multipart	:=
 DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
 DEPS_envd	:= api buf codec connect http user
-DEPS_api_envd	:= api envd http
+DEPS_api_envd	:= api buf codec connect envd follow http proc term
 DEPS_api_envd_fs	:= api api_files codec connect envd files http log multipart user watch
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
@@ -175,7 +175,16 @@ test: setup
 	$(MAKE) all $(BUILD)/unit
 	$(BUILD)/unit
 	TEND_BIN=$(abspath $(BUILD)/tend) scripts/test
+	$(MAKE) e2b
 	$(MAKE) fuzz-replay
+
+# The unmodified E2B JS SDK against the agent through the shim
+# (tests/e2b/run.py): npm ci into $(BUILD)/e2b, then one line per check;
+# without node and npm it says so and skips.
+.PHONY: e2b
+e2b: all
+	TEND_BIN=$(abspath $(BUILD)/tend) E2B_BUILD=$(abspath $(BUILD))/e2b \
+	    tests/e2b/run.py
 
 # The same tests under AddressSanitizer and UBSan.
 asan: setup

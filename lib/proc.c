@@ -443,6 +443,12 @@ proc_started_ms(struct proc *p)
 	return p->started_ms;
 }
 
+pid_t
+proc_pid(struct proc *p)
+{
+	return p->pid;
+}
+
 const char *
 proc_boot(struct proc *p)
 {
@@ -535,6 +541,7 @@ proc_new(struct proctab *t, const struct proc_opts *o)
 			snprintf(p->id, sizeof(p->id), "p%s", hex);
 		} while (proc_find(t, p->id) != NULL);
 	p->grace_s = o->grace_s;
+	p->timeout_kill = o->timeout_kill;
 	p->stdin_pipe = o->stdin_pipe;
 	p->argv = spawn_strvdup(o->argv);
 	p->cwd = strdup(o->cwd != NULL ? o->cwd :
@@ -1167,6 +1174,10 @@ proc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	p->timed_out = true;
 	log_info("event=process_timeout id=%s pid=%d", p->id, (int)p->pid);
+	if (p->timeout_kill) {
+		(void)proc_group_kill(p, SIGKILL);
+		return;
+	}
 	(void)proc_group_kill(p, SIGTERM);
 	ev_timer_start(loop, &p->grace);
 }

@@ -104,6 +104,7 @@ struct proc {
 	ev_timer	 settle;	/* polls for group members left */
 	ev_timer	 first_status;	/* writes the first status.json */
 	double		 grace_s;
+	bool		 timeout_kill;	/* the timeout KILLs, no TERM first */
 	struct wlist_link *watchers;
 };
 
@@ -114,6 +115,7 @@ struct proc_opts {
 	const char	*id;		/* NULL: generated */
 	bool		 stdin_pipe;
 	double		 timeout_s;	/* 0: none */
+	bool		 timeout_kill;	/* at it, KILL the group (envd's deadline) */
 	double		 grace_s;
 	bool		 has_user;
 	uid_t		 uid;
@@ -245,6 +247,7 @@ void	proctab_finalize(struct proctab *);
 const char *proc_id(struct proc *);
 enum proc_state proc_state(struct proc *);
 int64_t	proc_started_ms(struct proc *);
+pid_t	proc_pid(struct proc *);	/* the root's, also the group's */
 /* The boot the record belongs to. */
 const char *proc_boot(struct proc *);
 /* Has it ended, for that purpose? */

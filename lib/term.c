@@ -309,6 +309,12 @@ term_created_ms(struct term *t)
 	return t->created_ms;
 }
 
+pid_t
+term_pid(struct term *t)
+{
+	return t->pid;
+}
+
 bool
 term_ended(struct term *t)
 {

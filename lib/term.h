@@ -131,6 +131,7 @@ void	term_reaped(struct termtab *, pid_t, int wstatus);
 
 const char *term_id(struct term *);
 int64_t	term_created_ms(struct term *);	/* names its cursors */
+pid_t	term_pid(struct term *);	/* the session leader's */
 bool	term_ended(struct term *);
 cJSON	*term_status_json(struct term *);
 /* {"code","signal"} of an ended terminal's leader, else NULL. */

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The real E2B JS SDK (npm `e2b`, pinned in package-lock.json) against
+tend: an agent as PID 1 of its own namespace, `tend shim --no-auth` on
+127.0.0.1 in front of it, and run.mjs in the SDK's debug mode
+(E2B_DEBUG=true, E2B_SANDBOX_URL the shim).
+
+The SDK is installed with `npm ci` into build/e2b (E2B_BUILD), again only
+when the lockfile changed.  Without node or npm this prints why and exits
+0: `make test` goes on.  Exit 1 when a check failed.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(ROOT, "tests", "blackbox"))
+
+from harness import TEND_BIN, Agent, scaled  # noqa: E402
+
+BUILD = os.environ.get("E2B_BUILD", os.path.join(ROOT, "build", "e2b"))
+
+
+def install():
+    """npm ci into BUILD unless it holds this lockfile's install."""
+    os.makedirs(BUILD, exist_ok=True)
+    lock = os.path.join(HERE, "package-lock.json")
+    have = os.path.join(BUILD, "package-lock.json")
+    if not (os.path.isdir(os.path.join(BUILD, "node_modules", "e2b")) and
+            os.path.exists(have) and open(have, "rb").read() == open(lock, "rb").read()):
+        for f in ("package.json", "package-lock.json"):
+            shutil.copy(os.path.join(HERE, f), BUILD)
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                       cwd=BUILD, check=True)
+    # The checks run from BUILD, where node finds node_modules.
+    for f in os.listdir(HERE):
+        if f.endswith(".mjs"):
+            shutil.copy(os.path.join(HERE, f), BUILD)
+    stale = [f for f in os.listdir(BUILD) if f.endswith(".mjs") and
+             not os.path.exists(os.path.join(HERE, f))]
+    for f in stale:
+        os.unlink(os.path.join(BUILD, f))
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def wait_port(port, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def main():
+    if shutil.which("node") is None or shutil.which("npm") is None:
+        print("e2b: SKIPPED: node and npm are needed for the E2B SDK test "
+              "(apt-get install nodejs npm)")
+        return 0
+    install()
+    agent = Agent()
+    shim = None
+    try:
+        agent.wait_healthy()
+        port = free_port()
+        shim = subprocess.Popen([TEND_BIN, "shim", "--no-auth", "--listen",
+                                 "127.0.0.1:%d" % port, "--socket", agent.sock,
+                                 "--user", "root"],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        if not wait_port(port, scaled(10)):
+            print("e2b: FAIL: the shim did not listen on 127.0.0.1:%d" % port)
+            return 1
+        env = dict(os.environ, E2B_DEBUG="true",
+                   E2B_SANDBOX_URL="http://127.0.0.1:%d" % port)
+        rc = subprocess.run(["node", os.path.join(BUILD, "run.mjs")], env=env,
+                            timeout=scaled(600)).returncode
+        if rc != 0:
+            print("e2b: the agent's log:\n" + agent.log_text()[-4000:])
+        return 1 if rc != 0 else 0
+    finally:
+        if shim is not None:
+            shim.terminate()
+            shim.wait()
+        agent.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
