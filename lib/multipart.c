@@ -92,42 +92,52 @@ mp_emit(struct multipart *mp, const char *d, size_t n)
 
 /*
  * Scan for the delimiter: the bytes consumed, all of them or up to and
- * with a whole delimiter (*found).  *err: a callback failed.
+ * with a whole delimiter (*found).  Content is handed on in runs of the
+ * piece, as long as possible (a CR that starts no delimiter does not cut
+ * a run): only the part of a failed match that came in an earlier piece
+ * is emitted from the delimiter itself.  *err: a callback failed.
  */
 static size_t
 mp_scan(struct multipart *mp, const char *d, size_t n, bool *found,
     int *err)
 {
 	const char	*cr;
-	size_t		 i = 0;
+	size_t		 i = 0, held = mp->match, mstart = 0;
+	bool		 here = false;	/* the match began in d, at mstart */
 
 	while (i < n) {
 		if (mp->match == 0) {
 			if ((cr = memchr(d + i, '\r', n - i)) == NULL) {
-				if (mp_emit(mp, d + i, n - i) == -1)
-					goto fail;
-				return n;
+				i = n;
+				break;
 			}
-			if (mp_emit(mp, d + i, cr - (d + i)) == -1)
-				goto fail;
-			i = cr - d + 1;
+			mstart = cr - d;
+			i = mstart + 1;
+			here = true;
 			mp->match = 1;
 			continue;
 		}
 		if (d[i] == mp->delim[mp->match]) {
 			i++;
-			if (++mp->match == mp->dlen) {
-				mp->match = 0;
-				*found = true;
-				return i;
-			}
-			continue;
+			if (++mp->match < mp->dlen)
+				continue;
+			mp->match = 0;
+			*found = true;
+			if (here && mp_emit(mp, d, mstart) == -1)
+				goto fail;
+			return i;
 		}
-		/* Not a delimiter: what matched was content; look again. */
-		if (mp_emit(mp, mp->delim, mp->match) == -1)
+		/* Not a delimiter: what matched is content; look again. */
+		if (!here && mp_emit(mp, mp->delim, held) == -1)
 			goto fail;
+		here = false;
 		mp->match = 0;
 	}
+	/* The run so far, up to a match still in progress. */
+	if (mp->match == 0 && mp_emit(mp, d, n) == -1)
+		goto fail;
+	if (mp->match > 0 && here && mp_emit(mp, d, mstart) == -1)
+		goto fail;
 	return n;
 fail:
 	*err = errno != 0 ? errno : EIO;
