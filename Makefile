@@ -217,7 +217,7 @@ conformance: all
 # Needs clang and its fuzzer runtime: `scripts/setup fuzz`.
 FUZZ_CC		?= clang
 FUZZ_SECONDS	?= 30
-FUZZ_TARGETS	:= codec http json shim
+FUZZ_TARGETS	:= codec http json shim multipart
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lm
