@@ -8,6 +8,8 @@
  * The environment values /init gives are kept in memory only: secrets
  * are never written down.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,13 +30,9 @@
 int
 envd_init(struct envd *d, const char *user, const char *path)
 {
-	struct user_id	u;
-
 	memset(d, 0, sizeof(*d));
 	if (user == NULL)
 		user = "root";
-	if (user_parse(user, &u) == -1)
-		return -1;
 	(void)snprintf(d->user, sizeof(d->user), "%s", user);
 	if ((d->vars = cJSON_CreateObject()) == NULL ||
 	    asprintf(&d->path, "PATH=%s", path != NULL ? path :
@@ -70,6 +68,22 @@ envd_err_set(struct envd_err *e, const char *code, const char *fmt, ...)
 /* ------------------------------------------------------------------ */
 /* Users */
 
+/*
+ * root without a passwd entry (a minimal image has no /etc/passwd):
+ * still uid 0, its home /root when there is one.
+ */
+static int
+envd_user_root(struct user_id *id)
+{
+	struct stat	st;
+
+	memset(id, 0, sizeof(*id));
+	(void)snprintf(id->name, sizeof(id->name), "root");
+	(void)snprintf(id->home, sizeof(id->home), "%s",
+	    stat("/root", &st) == 0 && S_ISDIR(st.st_mode) ? "/root" : "/");
+	return 0;
+}
+
 int
 envd_user_lookup(const char *name, struct envd_user *u, struct envd_err *e)
 {
@@ -77,7 +91,8 @@ envd_user_lookup(const char *name, struct envd_user *u, struct envd_err *e)
 
 	/* "uid:gid" is tend's spelling, not a name envd would look up. */
 	if (name[0] == '\0' || strchr(name, ':') != NULL ||
-	    user_parse(name, &id) == -1) {
+	    (user_parse(name, &id) == -1 && (errno != ENOENT ||
+	    strcmp(name, "root") != 0 || envd_user_root(&id) == -1))) {
 		envd_err_set(e, "unauthenticated", "invalid username: '%.64s'",
 		    name);
 		return -1;

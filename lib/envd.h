@@ -39,9 +39,9 @@ struct envd_err {
 };
 
 /*
- * user: --envd-user (NULL: root); path: the agent's PATH (NULL: a
- * default).  -1 and errno when the user is not known (ENOENT) or memory
- * is short.
+ * user: --envd-user (NULL: root; looked up per request, so that a passwd
+ * edited later counts); path: the agent's PATH (NULL: a default).  -1
+ * and errno when memory is short.
  */
 int	envd_init(struct envd *, const char *user, const char *path);
 void	envd_free(struct envd *);
@@ -55,7 +55,10 @@ void	envd_err_set(struct envd_err *, const char *code, const char *fmt, ...)
  */
 int	envd_request_user(const struct envd *, struct http_req *,
 	    struct envd_user *, struct envd_err *);
-/* name (a name or a uid) as an account.  -1 with unauthenticated. */
+/*
+ * name (a name or a uid) as an account; "root" is uid 0 even without a
+ * passwd entry.  -1 with unauthenticated.
+ */
 int	envd_user_lookup(const char *name, struct envd_user *,
 	    struct envd_err *);
 

@@ -350,6 +350,15 @@ class TestErrorCodes(EnvdCase):
         j = self.a.get("/v1/processes/dl").json
         self.assertEqual((j["exit"]["signal"], j["exit"]["timedOut"]), (9, True))
 
+    def test_deadline_of_a_pty(self):
+        m = {"process": {"cmd": "/bin/sh", "args": ["-c", "sleep 20"]},
+             "pty": {"size": {"cols": 80, "rows": 24}}, "tag": "ptydl"}
+        t0 = time.monotonic()
+        fr = self.run_stream(m, headers={"Connect-Timeout-Ms": "400"})
+        self.assertLess(time.monotonic() - t0, scaled(10))
+        self.assertEqual(events(fr)[-1][1]["status"], "signal: killed")
+        self.assertEnded(fr)
+
 
 class TestProcesses(EnvdCase):
     def test_cancel_mid_stream_leaves_the_process_running(self):

@@ -5,11 +5,15 @@ tend: an agent as PID 1 of its own namespace, `tend shim --no-auth` on
 (E2B_DEBUG=true, E2B_SANDBOX_URL the shim).
 
 The SDK is installed with `npm ci` into build/e2b (E2B_BUILD), again only
-when the lockfile changed.  Without node or npm this prints why and exits
+when the lockfile changed.  `run.py --bench`: commands.run('true') p50
+through the SDK and the shim, against POST /v1/exec of the same command
+(`/bin/bash -l -c true`) over the unix socket, in the same run.  Without node or npm this prints why and exits
 0: `make test` goes on.  Exit 1 when a check failed.
 """
+import json
 import os
 import shutil
+import statistics
 import socket
 import subprocess
 import sys
@@ -19,7 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "blackbox"))
 
-from harness import TEND_BIN, Agent, scaled  # noqa: E402
+from harness import TEND_BIN, Agent, UnixHTTPConnection, scaled  # noqa: E402
 
 BUILD = os.environ.get("E2B_BUILD", os.path.join(ROOT, "build", "e2b"))
 
@@ -64,6 +68,40 @@ def wait_port(port, timeout):
     return False
 
 
+def exec_p50(sock, n):
+    """POST /v1/exec of bash -l -c true on one keep-alive connection: p50, p90 ms."""
+    c = UnixHTTPConnection(sock, timeout=scaled(30))
+    body = json.dumps({"argv": ["/bin/bash", "-l", "-c", "true"]})
+    ms = []
+    for i in range(n + 5):
+        t0 = time.monotonic()
+        c.request("POST", "/v1/exec", body=body, headers={"Content-Type": "application/json"})
+        r = c.getresponse()
+        r.read()
+        if r.status != 200:
+            raise RuntimeError("exec: %d" % r.status)
+        if i >= 5:
+            ms.append((time.monotonic() - t0) * 1000)
+    c.close()
+    ms.sort()
+    return statistics.median(ms), ms[int(n * 0.9)]
+
+
+def bench(agent, env):
+    n = int(os.environ.get("E2B_BENCH_N", "100"))
+    out = subprocess.run(["node", os.path.join(BUILD, "bench.mjs")], env=env,
+                         capture_output=True, text=True, timeout=scaled(600))
+    if out.returncode != 0:
+        print("e2b bench: FAIL\n" + out.stdout + out.stderr)
+        return 1
+    sdk = json.loads(out.stdout.strip().splitlines()[-1])
+    p50, p90 = exec_p50(agent.sock, n)
+    print("e2b bench: commands.run('true') through the SDK p50 %.2f ms (p90 %.2f), "
+          "/v1/exec of bash -l -c true p50 %.2f ms (p90 %.2f); ratio %.2f (n=%d)"
+          % (sdk["p50"], sdk["p90"], p50, p90, sdk["p50"] / p50, n))
+    return 0
+
+
 def main():
     if shutil.which("node") is None or shutil.which("npm") is None:
         print("e2b: SKIPPED: node and npm are needed for the E2B SDK test "
@@ -85,6 +123,8 @@ def main():
             return 1
         env = dict(os.environ, E2B_DEBUG="true",
                    E2B_SANDBOX_URL="http://127.0.0.1:%d" % port)
+        if "--bench" in sys.argv[1:]:
+            return bench(agent, env)
         rc = subprocess.run(["node", os.path.join(BUILD, "run.mjs")], env=env,
                             timeout=scaled(600)).returncode
         if rc != 0:
