@@ -72,8 +72,12 @@ DEPS_api_term_ws	:= api api_output api_sandbox api_term buf codec follow http lo
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
 DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc api_term http proc term
+DEPS_watch	:= codec files wlist
+DEPS_api_watch	:= api codec files http watch
+DEPS_multipart	:=
 DEPS_envd	:= api buf codec connect http user
 DEPS_api_envd	:= api buf codec connect envd follow http proc term
+DEPS_api_envd_fs	:= api api_files codec connect envd files http log multipart user watch
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec
@@ -280,7 +284,7 @@ conformance: all
 # Needs clang and its fuzzer runtime: `scripts/setup fuzz`.
 FUZZ_CC		?= clang
 FUZZ_SECONDS	?= 30
-FUZZ_TARGETS	:= codec http json shim
+FUZZ_TARGETS	:= codec http json shim multipart
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lm

@@ -30,8 +30,10 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_files.h"
+#include "api_watch.h"
 #include "api_bridge.h"
 #include "api_envd.h"
+#include "api_envd_fs.h"
 #include "api_sandbox.h"
 #include "api_term.h"
 #include "boot.h"
@@ -59,10 +61,12 @@ static const struct http_route *const agent_routes[] = {
 	api_output_routes,
 	api_exec_routes,
 	api_files_routes,
+	api_watch_routes,
 	api_term_routes,
 	api_sandbox_routes,
 	api_term_ws_routes,
 	api_envd_routes,
+	api_envd_fs_routes,
 	NULL
 };
 
@@ -514,6 +518,8 @@ agent_main(int argc, char **argv)
 	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
 		fatal("event=files_root_failed dir=%s", opt.files_root);
 	api.files = &files;
+	if ((api.watches = watchtab_new(loop, &files.root)) == NULL)
+		fatal("event=watchtab_failed");
 	if (envd_init(&envd, opt.envd_user, getenv("PATH")) == -1)
 		fatal("event=envd_init_failed");
 	api.envd = &envd;

@@ -291,6 +291,14 @@ static const struct cli_opt cli_opts_ls[] = {
 	{ NULL, 0, NULL, 0, NULL }
 };
 
+static const struct cli_opt cli_opts_watch[] = {
+	{ "recursive", 'R', NULL, OPT_RECURSIVE,
+	    "watch the directories below DIR too" },
+	CLI_JSON_OPT("print each event as the agent's JSON, a line\n"
+	    "each: {\"type\",\"path\",\"timestamp\"}"),
+	{ NULL, 0, NULL, 0, NULL }
+};
+
 static const struct cli_opt cli_opts_persist[] = {
 	{ "exclude", 0, "P", OPT_EXCLUDE,
 	    "leave out P, relative to DIR, and all below\n"
@@ -377,6 +385,15 @@ static const struct cli_cmd cli_cmds[] = {
 	    "List directory PATH: TYPE, MODE, SIZE, MTIME and NAME (and a\n"
 	    "link's target) per entry; names below the first level are\n"
 	    "relative to PATH.  A file is listed as itself." },
+	{ "watch", cli_files_watch, cli_opts_watch, "[-R] [--json] DIR", 1, 1,
+	    CMD_PATH, "print a directory's changes as they happen",
+	    "Print the changes in directory DIR as they happen, a line\n"
+	    "each: TYPE PATH, TYPE one of create, write, remove, rename\n"
+	    "(the old name; the new one follows as a create) and chmod.\n"
+	    "A file tend writes atomically is one create (or write).\n"
+	    "Events the agent lost (the kernel's queue overflowed, or a\n"
+	    "watch limit) are a line 'truncated DIR' and a warning.  Runs\n"
+	    "until interrupted; ends (exit 0) when DIR is removed." },
 	{ "persist", cli_files_persist, cli_opts_persist,
 	    "[--exclude P]... DIR > ws.tar", 1, 1, CMD_PATH,
 	    "write a directory as a tar stream to stdout",

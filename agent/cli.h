@@ -11,7 +11,7 @@
  *	cli_http.c	calls to the agent, their replies and errors
  *	cli_sse.c	the event stream of a process's output
  *	cli_fmt.c	what replies hold and how they print
- *	cli_files.c	cat, put, ls, persist, hydrate: the file routes
+ *	cli_files.c	cat, put, ls, persist, hydrate, watch: the file routes
  *	cli_term.c	term: a terminal attached over the connect route
  */
 #ifndef TEND_CLI_H
@@ -116,6 +116,9 @@ struct cli_sse {
 	int		 streams;	/* STREAM_* to print */
 	int		 ended;		/* the terminal event came */
 	int		 code;		/* its exit code; -1: error state */
+	/* Set: every event goes here instead (tend watch), with arg. */
+	int		(*event)(struct cli_sse *, cJSON *);
+	void		*arg;
 };
 
 /* cli.c: failures, as a line or (--json) as the agent's error shape. */
@@ -145,6 +148,7 @@ int	cli_files_put(struct cli *);
 int	cli_files_ls(struct cli *);
 int	cli_files_persist(struct cli *);
 int	cli_files_hydrate(struct cli *);
+int	cli_files_watch(struct cli *);
 
 /* cli_run.c */
 int	cli_run(struct cli *);

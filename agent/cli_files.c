@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@ static int	cli_files_root(struct cli_http *, const char *);
 static int	cli_files_out(void *, const char *, size_t);
 static int	cli_files_ls_head(void *, struct cli_http *);
 static void	cli_files_ls_print(const cJSON *);
+static int	cli_files_watch_event(struct cli_sse *, cJSON *);
 
 /* ?root=DIR, absolute: a relative DIR is the current directory's. */
 static int
@@ -190,6 +192,73 @@ cli_files_hydrate(struct cli *c)
 		rv = CLI_REFUSED;
 	else if ((rv = cli_http_call(c, &h)) == CLI_OK && c->json)
 		cli_http_print_reply(&h);
+	cli_http_free(&h);
+	return rv;
+}
+
+/* One event of tend watch: "type path", or the JSON as it came. */
+static int
+cli_files_watch_event(struct cli_sse *s, cJSON *j)
+{
+	const struct cli	*c = s->arg;
+	const char		*type = cli_fmt_str(j, "type");
+	const char		*path = cli_fmt_str(j, "path");
+	char			*txt;
+
+	if (type == NULL || path == NULL) {
+		cli_warnx("bad reply from the agent: an event without type "
+		    "or path");
+		return -1;
+	}
+	if (c->json) {
+		if ((txt = cJSON_PrintUnformatted(j)) == NULL)
+			return -1;
+		printf("%s\n", txt);
+		free(txt);
+	} else
+		printf("%s %s\n", type, path);
+	if (strcmp(type, "truncated") == 0)
+		cli_warnx("events were lost here (a watch limit, or the "
+		    "kernel's queue overflowed)");
+	return fflush(stdout) == 0 ? 0 : -1;
+}
+
+/* tend watch [-R] [--json] DIR: its events until DIR goes. */
+int
+cli_files_watch(struct cli *c)
+{
+	struct cli_sse	 s;
+	struct cli_http	 h;
+	char		 cwd[PATH_MAX], abs[PATH_MAX];
+	const char	*dir = c->args[0];
+	int		 rv;
+
+	if (dir[0] != '/') {
+		if (getcwd(cwd, sizeof(cwd)) == NULL ||
+		    snprintf(abs, sizeof(abs), "%s/%s", cwd, dir) >=
+		    (int)sizeof(abs)) {
+			cli_report(c, "invalid_request", "%s: path too long",
+			    dir);
+			return CLI_USAGE;
+		}
+		dir = abs;
+	}
+	memset(&s, 0, sizeof(s));
+	s.event = cli_files_watch_event;
+	s.arg = c;
+	cli_http_init(&h, "GET");
+	h.accept = "text/event-stream";
+	h.stream = cli_sse_feed;
+	h.arg = &s;
+	h.named = 1;
+	if (buf_addstr(&h.target, "/v1/watch") == -1 ||
+	    cli_http_query(&h, "path", dir) == -1 ||
+	    (c->depth != 0 && cli_http_query(&h, "recursive", "1") == -1)) {
+		cli_http_free(&h);
+		return CLI_REFUSED;
+	}
+	rv = cli_http_call(c, &h);
+	cli_sse_free(&s);
 	cli_http_free(&h);
 	return rv;
 }

@@ -124,7 +124,9 @@ cli_sse_event(struct cli_sse *s)
 		    "JSON");
 		return -1;
 	}
-	if ((type = cli_fmt_str(j, "type")) != NULL)
+	if (s->event != NULL)
+		rv = s->event(s, j);
+	else if ((type = cli_fmt_str(j, "type")) != NULL)
 		for (i = 0; i < sizeof(cli_sse_types) /
 		    sizeof(cli_sse_types[0]); i++)
 			if (strcmp(cli_sse_types[i].type, type) == 0) {

@@ -22,11 +22,13 @@
 #include "term.h"
 
 struct api_files;
+struct watchtab;
 struct envd;
 
 struct api {
 	struct proctab		*tab;
 	struct api_files	*files;		/* api_files.c's roots */
+	struct watchtab		*watches;	/* lib/watch.c's, on the files root */
 	struct envd		*envd;		/* envd's defaults (lib/envd.h) */
 	struct termtab		*terms;
 	struct http_server	*srv;

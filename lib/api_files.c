@@ -515,6 +515,16 @@ af_get_pump(struct af_xfer *x)
 	http_stream_end(c);
 }
 
+void
+api_files_send(struct http_conn *c, struct http_req *r, int fd,
+    const struct stat *st)
+{
+	struct af_req	q;
+
+	memset(&q, 0, sizeof(q));
+	af_send_file(c, r, &q, fd, st);
+}
+
 static void
 af_get_resume(struct ev_loop *loop, ev_check *w, int revents)
 {

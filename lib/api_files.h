@@ -33,6 +33,15 @@ const char *api_files_workspace(const struct api_files *);
 /* path (normalised in place) lies in the workspace. */
 bool	api_files_in_workspace(const struct api_files *, char *path);
 
+/*
+ * A regular file's bytes as the reply to r, fd (opened by files_open_read,
+ * now the reply's) and st its own: Range honoured (206, 416), sent by
+ * sendfile in budgeted shares.  For other routes serving files (envd's
+ * GET /files).
+ */
+void	api_files_send(struct http_conn *, struct http_req *, int fd,
+	    const struct stat *);
+
 /* tend's routes on the files root; the bridge's on the workspace. */
 extern const struct http_route api_files_routes[];
 extern const struct http_route api_files_bridge_routes[];

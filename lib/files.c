@@ -22,6 +22,17 @@
 #include "fsutil.h"
 #include "tunables.h"
 
+/* One of tend's temp files (files.h, files_tmp_state). */
+struct files_tmp {
+	dev_t			 dev;		/* of its directory */
+	ino_t			 ino;
+	enum files_tmp_state	 state;
+	char			 name[NAME_MAX + 1];
+};
+
+static struct files_tmp	files_tmps[FILES_TMP_KEPT];
+static int		files_tmp_next;
+
 struct files_lister {
 	struct cJSON	*arr;
 	int		 count;
@@ -43,6 +54,8 @@ static int	files_names(DIR *, size_t, char ***, size_t *);
 static int	files_list_dir(struct files_lister *, int, const char *, int);
 static int	files_list_one(struct files_lister *, int, const char *,
 		    const char *, int);
+static void	files_tmp_note(struct files_put *);
+static void	files_tmp_set(struct files_put *, enum files_tmp_state);
 static int	files_put_tmp(struct files_put *);
 static int	files_put_append(struct files_put *, const struct files_root *,
 		    const char *, mode_t);
@@ -724,6 +737,108 @@ files_mkdir(const struct files_root *r, const char *rel, bool parents,
 	return rc;
 }
 
+/*
+ * One component at a time, each prefix resolved again from the root as
+ * files_mkdir does; one that mkdir made is chowned through an fd of
+ * what was made (never through a link swapped in: O_NOFOLLOW).
+ */
+int
+files_mkdirs_owned(const struct files_root *r, const char *rel, mode_t mode,
+    uid_t uid, gid_t gid)
+{
+	char	 buf[PATH_MAX], *slash;
+	int	 fd, rc;
+
+	if (strcmp(rel, ".") == 0)
+		return 0;
+	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (slash = buf; slash != NULL; ) {
+		if ((slash = strchr(slash, '/')) != NULL)
+			*slash = '\0';
+		rc = files_mkdir(r, buf, false, mode);
+		if (rc == -1 && errno != EEXIST)
+			return -1;
+		if (rc == 0 && uid != (uid_t)-1) {
+			fd = files_open(r, buf, O_PATH | O_NOFOLLOW |
+			    O_DIRECTORY, 0);
+			if (fd == -1)
+				return -1;
+			rc = fchownat(fd, "", uid, gid, AT_EMPTY_PATH);
+			files_close(fd);
+			if (rc == -1)
+				return -1;
+		}
+		if (slash != NULL)
+			*slash++ = '/';
+	}
+	/* The last one must be a directory (EEXIST said only: a name). */
+	if ((fd = files_open(r, rel, O_PATH | O_DIRECTORY, 0)) == -1)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* tend's temp files, as watchers see them */
+
+/*
+ * A ring, newest last: a watcher reads the kernel's events a little
+ * after they happened, so an entry outlives its upload; the oldest is
+ * reused.  Lookups are rare (only names files_tmp_name likes).
+ */
+static void
+files_tmp_note(struct files_put *p)
+{
+	struct files_tmp	*t;
+	struct stat		 st;
+
+	p->slot = -1;
+	if (fstat(p->dirfd, &st) == -1)
+		return;
+	p->slot = files_tmp_next;
+	files_tmp_next = (files_tmp_next + 1) % FILES_TMP_KEPT;
+	t = &files_tmps[p->slot];
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	t->state = FILES_TMP_LIVE;
+	snprintf(t->name, sizeof(t->name), "%s", p->tmp);
+}
+
+/* The entry is p's still if the ring has not come round to it again. */
+static void
+files_tmp_set(struct files_put *p, enum files_tmp_state state)
+{
+	if (p->slot >= 0 && strcmp(files_tmps[p->slot].name, p->tmp) == 0)
+		files_tmps[p->slot].state = state;
+	p->slot = -1;
+}
+
+enum files_tmp_state
+files_tmp_state(dev_t dev, ino_t ino, const char *name)
+{
+	int	i;
+
+	for (i = 0; i < FILES_TMP_KEPT; i++)
+		if (files_tmps[i].state != FILES_TMP_NONE &&
+		    files_tmps[i].ino == ino && files_tmps[i].dev == dev &&
+		    strcmp(files_tmps[i].name, name) == 0)
+			return files_tmps[i].state;
+	return FILES_TMP_NONE;
+}
+
+bool
+files_tmp_name(const char *name)
+{
+	size_t	n = strlen(name);
+
+	return n >= 9 && name[0] == '.' && name[n - 7] == '.' &&
+	    strspn(name + n - 6, "abcdefghijklmnopqrstuvwxyz"
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == 6;
+}
+
 /* ------------------------------------------------------------------ */
 /* Put */
 
@@ -782,7 +897,7 @@ files_put_begin(struct files_put *p, const struct files_root *r,
 	bool		old = false;
 
 	memset(p, 0, sizeof(*p));
-	p->dirfd = p->fd = -1;
+	p->dirfd = p->fd = p->slot = -1;
 	p->flags = flags;
 	if (mode != FILES_MODE_KEEP && (mode < 0 || mode > 07777)) {
 		errno = EINVAL;
@@ -813,14 +928,18 @@ files_put_begin(struct files_put *p, const struct files_root *r,
 	}
 	if (mode == FILES_MODE_KEEP)
 		mode = old ? (int)(st.st_mode & 07777) : 0644;
-	if (files_put_tmp(p) == -1 || fchmod(p->fd, (mode_t)mode) == -1) {
-		files_put_abort(p);
-		return -1;
-	}
+	if (files_put_tmp(p) == -1)
+		goto fail;
+	files_tmp_note(p);
+	if (fchmod(p->fd, (mode_t)mode) == -1)
+		goto fail;
 	/* Root replacing someone's file: it stays theirs. */
 	if (old && geteuid() == 0)
 		(void)fchown(p->fd, st.st_uid, st.st_gid);
 	return 0;
+fail:
+	files_put_abort(p);
+	return -1;
 }
 
 int
@@ -870,6 +989,7 @@ files_put_commit(struct files_put *p, bool *created)
 	}
 	if (rc == -1)
 		goto fail;
+	files_tmp_set(p, *created ? FILES_TMP_CREATED : FILES_TMP_REPLACED);
 	p->tmp[0] = '\0';
 	files_put_abort(p);
 	return 0;
@@ -887,8 +1007,10 @@ files_put_abort(struct files_put *p)
 
 	if (p->fd != -1)
 		close(p->fd);
-	if (p->tmp[0] != '\0' && p->dirfd != -1)
+	if (p->tmp[0] != '\0' && p->dirfd != -1) {
+		files_tmp_set(p, FILES_TMP_ABORTED);
 		(void)unlinkat(p->dirfd, p->tmp, 0);
+	}
 	if (p->dirfd != -1)
 		close(p->dirfd);
 	p->fd = p->dirfd = -1;

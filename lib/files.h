@@ -171,6 +171,7 @@ struct cJSON *files_entry(const char *name, const struct stat *,
  */
 struct files_put {
 	int	 dirfd;		/* the target's directory */
+	int	 slot;		/* in files_tmp's table, or -1 */
 	int	 fd;		/* the temp file (the file itself: append) */
 	int	 flags;
 	bool	 created;	/* append: the file was made by begin */
@@ -179,6 +180,25 @@ struct files_put {
 	char	 name[NAME_MAX + 1];
 	char	 tmp[NAME_MAX + 1];
 };
+
+/*
+ * tend's own temp files, the newest FILES_TMP_KEPT of them, for watchers
+ * (lib/watch.c): an upload is reported as one create (or write) of its
+ * name, never as the temp's events nor as a rename.  What the temp name
+ * in the directory (dev, ino) is now: tend's and being written (LIVE),
+ * renamed over a new name (CREATED) or over a file (REPLACED), removed
+ * (ABORTED); NONE: not one of tend's (another program's file).
+ */
+enum files_tmp_state {
+	FILES_TMP_NONE,
+	FILES_TMP_LIVE,
+	FILES_TMP_CREATED,
+	FILES_TMP_REPLACED,
+	FILES_TMP_ABORTED
+};
+enum files_tmp_state files_tmp_state(dev_t, ino_t, const char *name);
+/* name looks like a temp of files_put (".NAME.XXXXXX"): worth a look. */
+bool	files_tmp_name(const char *name);
 
 int	files_put_begin(struct files_put *, const struct files_root *,
 	    const char *rel, int flags, int mode);
@@ -192,6 +212,13 @@ void	files_put_abort(struct files_put *);
  */
 int	files_mkdir(const struct files_root *, const char *rel, bool parents,
 	    mode_t mode);
+/*
+ * mkdir -p of rel, each directory it makes (mode less the umask) given
+ * to uid:gid (uid (uid_t)-1: left to the agent), those on the way taken
+ * as they are (ENOTDIR: something else is on the way).
+ */
+int	files_mkdirs_owned(const struct files_root *, const char *rel,
+	    mode_t mode, uid_t uid, gid_t gid);
 /*
  * Remove rel (a link itself, never its target).  A non-empty directory
  * is ENOTEMPTY unless recursive (then removed whole, links not

@@ -187,4 +187,21 @@
 #define ENVD_INIT_ENV_BYTES	(256 * 1024)	/* ... names and values, in all */
 #define USER_HOME_MAX		1024	/* of a home directory, NUL included */
 
+/* Watching (lib/watch.c, lib/api_watch.c) and envd's files (lib/api_envd_fs.c, lib/multipart.c). */
+#define FILES_TMP_KEPT		256	/* tend's newest temp files a watcher can tell */
+#define WATCH_MAX		32	/* watches (inotify instances) at once */
+#define WATCH_DIRS_MAX		8192	/* directories one recursive watch holds */
+#define WATCH_RING_EVENTS	4096	/* events a watch keeps for resumers */
+#define WATCH_RING_BYTES	(512 * 1024)	/* their paths, together */
+#define WATCH_READ_BUF		(64 * 1024)	/* one read of an inotify fd */
+#define WATCH_READS		16	/* reads per wakeup, then yield */
+#define WATCH_LINGER		30.0	/* s a watch outlives its last reader */
+#define WATCH_SCAN_MAX		4096	/* entries scanned per new directory */
+#define WATCH_POLL_MAX		64	/* envd polling watchers (CreateWatcher) */
+#define WATCH_POLL_IDLE		600.0	/* s, an unpolled polling watcher is dropped */
+#define MULTIPART_BOUNDARY_MAX	70	/* RFC 2046 */
+#define MULTIPART_HEAD_MAX	(8 * 1024)	/* of one part's headers */
+#define MULTIPART_PARTS_MAX	1000	/* parts of one upload */
+#define EFS_NAMES_CACHED	8	/* owner and group names per reply */
+
 #endif

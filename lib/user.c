@@ -262,3 +262,25 @@ user_groups(const struct user_files *f, const char *name, gid_t gid,
 		return -1;
 	return (int)n;
 }
+
+int
+user_group_name(const struct user_files *f, gid_t gid, char *out, size_t n)
+{
+	struct group	*gr;
+	FILE		*fp;
+
+	if ((fp = user_open(f, true)) == NULL)
+		return -1;
+	while ((gr = fgetgrent(fp)) != NULL)
+		if (gr->gr_gid == gid)
+			break;
+	if (gr != NULL && user_copy(out, n, gr->gr_name) == -1) {
+		(void)fclose(fp);
+		return -1;
+	}
+	if (user_close(fp, gr != NULL) == -1)
+		return -1;
+	if (gr == NULL)
+		errno = ENOENT;
+	return gr != NULL ? 0 : -1;
+}

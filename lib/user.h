@@ -54,4 +54,11 @@ int	user_groups(const struct user_files *, const char *name, gid_t gid,
  * when it has no entry or an empty shell, ENAMETOOLONG. */
 int	user_shell(const struct user_files *, uid_t uid, char *buf, size_t n);
 
+/*
+ * The name of group gid, read from /etc/group itself (fgetgrent, no
+ * NSS), into out (n bytes): 0, or -1 with errno (ENOENT: no entry).
+ */
+int	user_group_name(const struct user_files *, gid_t gid, char *out,
+	    size_t n);
+
 #endif

@@ -7,7 +7,8 @@ tend: an agent as PID 1 of its own namespace, `tend shim --no-auth` on
 The SDK is installed with `npm ci` into build/e2b (E2B_BUILD), again only
 when the lockfile changed.  `run.py --bench`: commands.run('true') p50
 through the SDK and the shim, against POST /v1/exec of the same command
-(`/bin/bash -l -c true`) over the unix socket, in the same run.  Without node or npm this prints why and exits
+(`/bin/bash -l -c true`) over the unix socket, in the same run; and a
+100 MB files.write + files.read through the SDK against cat(1).  Without node or npm this prints why and exits
 0: `make test` goes on.  Exit 1 when a check failed.
 """
 import json
@@ -99,6 +100,15 @@ def bench(agent, env):
     print("e2b bench: commands.run('true') through the SDK p50 %.2f ms (p90 %.2f), "
           "/v1/exec of bash -l -c true p50 %.2f ms (p90 %.2f); ratio %.2f (n=%d)"
           % (sdk["p50"], sdk["p90"], p50, p90, sdk["p50"] / p50, n))
+    out = subprocess.run(["node", os.path.join(BUILD, "bench_fs.mjs")], env=env,
+                         capture_output=True, text=True, timeout=scaled(600))
+    if out.returncode != 0:
+        print("e2b bench: files FAIL\n" + out.stdout + out.stderr)
+        return 1
+    fs = json.loads(out.stdout.strip().splitlines()[-1])
+    print("e2b bench: %d MB files.write %.0f ms, files.read %.0f ms through the SDK; "
+          "cat to a file (and sync) %.0f ms, cat to /dev/null %.0f ms"
+          % (fs["mb"], fs["write"], fs["read"], fs["catWrite"], fs["catRead"]))
     return 0
 
 

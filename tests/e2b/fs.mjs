@@ -1,0 +1,140 @@
+// The filesystem half: files and directory watching through the SDK's
+// public API only (sbx.files), in a scratch directory of its own.
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { FileNotFoundError, FileType, FilesystemEventType } from 'e2b'
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+const dir = `/tmp/tend-e2b-fs-${randomBytes(6).toString('hex')}`
+
+// Until fn() is true, or fail after ms.
+async function until(fn, ms, what) {
+  const end = Date.now() + ms
+  for (;;) {
+    const v = await fn()
+    if (v) return v
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`)
+    await sleep(50)
+  }
+}
+
+// The error fn throws (it must throw).
+async function thrown(fn) {
+  try {
+    await fn()
+  } catch (err) {
+    return err
+  }
+  throw new Error('no error thrown')
+}
+
+export const checks = [
+  {
+    name: 'files.makeDir twice',
+    fn: async (sbx) => {
+      assert.equal(await sbx.files.makeDir(dir), true)
+      assert.equal(await sbx.files.makeDir(dir), false)
+    },
+  },
+  {
+    name: 'files.write string + read',
+    fn: async (sbx) => {
+      const info = await sbx.files.write(`${dir}/s.txt`, 'hello, tend\n')
+      assert.equal(info.path, `${dir}/s.txt`)
+      assert.equal(info.name, 's.txt')
+      assert.equal(await sbx.files.read(`${dir}/s.txt`), 'hello, tend\n')
+    },
+  },
+  {
+    name: 'files.write bytes + read bytes',
+    fn: async (sbx) => {
+      const data = new Uint8Array(randomBytes(70000))
+      await sbx.files.write(`${dir}/deep/er/b.bin`, data.buffer)
+      const back = await sbx.files.read(`${dir}/deep/er/b.bin`, { format: 'bytes' })
+      assert.deepEqual(Buffer.from(back), Buffer.from(data))
+    },
+  },
+  {
+    name: 'files.write useOctetStream',
+    fn: async (sbx) => {
+      await sbx.files.write(`${dir}/o.txt`, 'octets', { useOctetStream: true })
+      assert.equal(await sbx.files.read(`${dir}/o.txt`), 'octets')
+    },
+  },
+  {
+    name: 'files.exists',
+    fn: async (sbx) => {
+      assert.equal(await sbx.files.exists(`${dir}/s.txt`), true)
+      assert.equal(await sbx.files.exists(`${dir}/nope`), false)
+    },
+  },
+  {
+    name: 'files.getInfo',
+    fn: async (sbx) => {
+      const e = await sbx.files.getInfo(`${dir}/s.txt`)
+      assert.equal(e.type, FileType.FILE)
+      assert.equal(e.name, 's.txt')
+      assert.equal(e.path, `${dir}/s.txt`)
+      assert.equal(e.size, 12)
+      assert.equal(e.permissions, '-rw-r--r--')
+      assert.equal(e.mode, 0o644)
+      assert.equal(e.owner, 'root')
+      assert.ok(e.modifiedTime instanceof Date && Math.abs(e.modifiedTime - Date.now()) < 600000)
+      const d = await sbx.files.getInfo(dir)
+      assert.equal(d.type, FileType.DIR)
+    },
+  },
+  {
+    name: 'files.list with depth',
+    fn: async (sbx) => {
+      const one = (await sbx.files.list(dir)).map((e) => e.name).sort()
+      assert.deepEqual(one, ['deep', 'o.txt', 's.txt'])
+      const three = (await sbx.files.list(dir, { depth: 3 })).map((e) => e.path.slice(dir.length + 1))
+      assert.deepEqual(three.sort(), ['deep', 'deep/er', 'deep/er/b.bin', 'o.txt', 's.txt'])
+    },
+  },
+  {
+    name: 'files.rename',
+    fn: async (sbx) => {
+      const e = await sbx.files.rename(`${dir}/o.txt`, `${dir}/moved/o2.txt`)
+      assert.equal(e.path, `${dir}/moved/o2.txt`)
+      assert.equal(await sbx.files.exists(`${dir}/o.txt`), false)
+      assert.equal(await sbx.files.read(`${dir}/moved/o2.txt`), 'octets')
+    },
+  },
+  {
+    name: 'files missing -> FileNotFoundError',
+    fn: async (sbx) => {
+      assert.ok(await thrown(() => sbx.files.read(`${dir}/nope`)) instanceof FileNotFoundError)
+      assert.ok(await thrown(() => sbx.files.getInfo(`${dir}/nope`)) instanceof FileNotFoundError)
+      assert.ok(await thrown(() => sbx.files.list(`${dir}/nope`)) instanceof FileNotFoundError)
+    },
+  },
+  {
+    name: 'files.watchDir sees create and write',
+    fn: async (sbx) => {
+      await sbx.files.makeDir(`${dir}/w`)
+      const seen = []
+      const h = await sbx.files.watchDir(`${dir}/w`, (ev) => seen.push(ev))
+      try {
+        await sbx.files.write(`${dir}/w/f.txt`, 'one')
+        await sbx.files.write(`${dir}/w/f.txt`, 'two')
+        const has = (t) => seen.some((e) => e.name === 'f.txt' && e.type === t)
+        await until(() => has(FilesystemEventType.CREATE) && has(FilesystemEventType.WRITE),
+          5000, 'create and write of f.txt')
+        // tend's atomic writes: never the temp file's events, nor a rename.
+        assert.deepEqual(seen.filter((e) => e.name !== 'f.txt'), [])
+        assert.equal(seen.some((e) => e.type === FilesystemEventType.RENAME), false)
+      } finally {
+        await h.stop()
+      }
+    },
+  },
+  {
+    name: 'files.remove',
+    fn: async (sbx) => {
+      await sbx.files.remove(dir)
+      assert.equal(await sbx.files.exists(dir), false)
+    },
+  },
+]
