@@ -675,6 +675,7 @@ proc_begin(struct proc *p, const struct proc_opts *o, struct proc_pipes *pp)
 	ev_timer_init(&p->grace, proc_grace_cb, p->grace_s, 0.);
 	ev_timer_init(&p->settle, proc_settle_cb, PROC_SETTLE_POLL,
 	    PROC_SETTLE_POLL);
+	p->settle_soon = PROC_SETTLE_SOON;
 	if (o->timeout_s > 0)
 		ev_timer_start(t->loop, &p->timeout);
 
@@ -1066,18 +1067,23 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 	 * An orphan: it may have been the last member of some group.  Each
 	 * unsettled group is looked at again soon, not now: kill(-pgid, 0)
 	 * walks the whole group, and 2,000 members dying one by one would
-	 * make that a walk per death.  A burst costs a check per
-	 * PROC_SETTLE_SOON at most; the last death is seen within it.
+	 * make that a walk per death.  While deaths go on, each check that
+	 * still finds members doubles the delay of the next (up to the
+	 * poll's): a burst of n deaths costs a few checks, not one per
+	 * PROC_SETTLE_SOON, and the last death is seen within the delay.
 	 */
 	t->orphans++;
-	for (p = t->head; p != NULL; p = p->next)
-		if (p->reaped && p->state == PROC_RUNNING &&
-		    ev_timer_remaining(t->loop, &p->settle) > PROC_SETTLE_SOON) {
+	for (p = t->head; p != NULL; p = p->next) {
+		if (!p->reaped || p->state != PROC_RUNNING)
+			continue;
+		p->orphan_died = true;
+		if (ev_timer_remaining(t->loop, &p->settle) > p->settle_soon) {
 			ev_timer_stop(t->loop, &p->settle);
-			ev_timer_set(&p->settle, PROC_SETTLE_SOON,
+			ev_timer_set(&p->settle, p->settle_soon,
 			    PROC_SETTLE_POLL);
 			ev_timer_start(t->loop, &p->settle);
 		}
+	}
 }
 
 /*
@@ -1120,6 +1126,11 @@ proc_settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
+	/* Deaths since the last check: a burst; none: the next is quick. */
+	p->settle_soon = !p->orphan_died ? PROC_SETTLE_SOON :
+	    p->settle_soon * 2 < PROC_SETTLE_POLL ? p->settle_soon * 2 :
+	    PROC_SETTLE_POLL;
+	p->orphan_died = false;
 	proc_check_settled(p);
 }
 

@@ -102,6 +102,8 @@ struct proc {
 	ev_timer	 timeout;	/* -> TERM the group */
 	ev_timer	 grace;		/* -> KILL the group */
 	ev_timer	 settle;	/* polls for group members left */
+	double		 settle_soon;	/* s, the next check after an orphan */
+	bool		 orphan_died;	/* an orphan was reaped since the check */
 	ev_timer	 first_status;	/* writes the first status.json */
 	double		 grace_s;
 	struct wlist_link *watchers;
