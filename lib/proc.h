@@ -148,6 +148,7 @@ struct proctab {
 	int		 maxlive;
 	int		 keep_exited;
 	ev_prepare		 trim;		/* removes ended records past keep */
+	int		 devnull;	/* stdin of every stdin "null", or -1 */
 	ev_timer	 sync;		/* syncfs after final statuses */
 	pid_t		 sync_pid;	/* the child doing it */
 	ev_timer	 sweep;		/* closes files of ended records */
