@@ -314,9 +314,11 @@ fsutil_opendirs_mode(int dirfd, const char *path, mode_t mode)
 }
 
 /*
- * name.tmp, new and whole: a stale temp from a crash is removed first,
- * so that O_EXCL never meets it, and O_EXCL never follows a link planted
- * in its place.  0, or -1 with no temp left.
+ * name.tmp, new and whole: a stale temp from a crash (O_EXCL meets it)
+ * is removed and the create tried once more — not removed beforehand,
+ * which would cost every write a syscall for a crash's leftover — and
+ * O_EXCL never follows a link planted in its place.  0, or -1 with no
+ * temp left.
  */
 static int
 fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
@@ -328,8 +330,11 @@ fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	(void)unlinkat(dirfd, tmp, 0);
 	fd = fsutil_open(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0640);
+	if (fd == -1 && errno == EEXIST) {
+		(void)unlinkat(dirfd, tmp, 0);
+		fd = fsutil_open(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0640);
+	}
 	if (fd == -1)
 		return -1;
 	if (fsutil_write_all(fd, d, n) == -1 || (sync && fsync(fd) == -1)) {
@@ -371,16 +376,22 @@ fsutil_write_new(int dirfd, const char *name, const void *d, size_t n)
 {
 	char	tmp[NAME_MAX + 1];
 	int	rc, saved;
+	bool	linked = false;
 
 	if (fsutil_write_tmp(dirfd, name, tmp, d, n, false) == -1)
 		return -1;
 	rc = renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE);
 	/* Without RENAME_NOREPLACE: a hard link is as exclusive. */
-	if (rc == -1 && errno == EINVAL)
+	if (rc == -1 && errno == EINVAL) {
 		rc = linkat(dirfd, tmp, dirfd, name, 0);
-	saved = errno;
-	(void)unlinkat(dirfd, tmp, 0);	/* ENOENT after a rename */
-	errno = saved;
+		linked = true;
+	}
+	/* After a rename the temp is gone; after a link or none, it stays. */
+	if (rc == -1 || linked) {
+		saved = errno;
+		(void)unlinkat(dirfd, tmp, 0);
+		errno = saved;
+	}
 	return rc;
 }
 

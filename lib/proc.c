@@ -35,7 +35,7 @@ extern char **environ;
 /* The pipes of a launch: pipe2 pairs ([0] reads), -1 where there is none. */
 struct proc_pipes {
 	int	out[2], err[2], in[2];
-	int	null;		/* /dev/null, the stdin of stdin "null" */
+	int	null;		/* the table's /dev/null for stdin "null" */
 };
 
 /* One event for every subscriber. */
@@ -45,7 +45,8 @@ struct proctab_news {
 };
 
 static struct proc *proc_new(struct proctab *, const struct proc_opts *);
-static int	proc_pipes_open(struct proc_pipes *, bool);
+static int	proc_pipes_open(struct proctab *, struct proc_pipes *, bool);
+static int	proc_devnull(struct proctab *);
 static void	proc_pipes_close(struct proc_pipes *);
 static int	proc_exec(struct proc *, const struct proc_opts *,
 		    const struct proc_pipes *, bool *);
@@ -110,6 +111,7 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 	t->maxlive = PROC_MAX_LIVE;
 	t->keep_exited = PROC_KEEP_EXITED;
 	t->maxlog = LOG_MAX_BYTES;
+	t->devnull = -1;
 	ev_prepare_init(&t->trim, proc_trim_cb);
 	ev_timer_init(&t->sync, proc_sync_cb, PROC_SYNC_DELAY, 0.);
 	ev_timer_init(&t->sweep, proc_sweep_cb, PROC_SWEEP, PROC_SWEEP);
@@ -151,6 +153,9 @@ proctab_free(struct proctab *t)
 	ev_timer_stop(t->loop, &t->retry);
 	(void)syncfs(proctab_syncfd(t));
 	proctab_set_procsfd(t, -1);
+	if (t->devnull != -1)
+		close(t->devnull);
+	t->devnull = -1;
 	free(t->baseenv);
 	t->baseenv = NULL;
 }
@@ -493,7 +498,7 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 		*err = errno;
 		return NULL;
 	}
-	if (proc_pipes_open(&pp, o->stdin_pipe) == -1 ||
+	if (proc_pipes_open(t, &pp, o->stdin_pipe) == -1 ||
 	    proc_exec(p, o, &pp, spawn_failed) == -1)
 		goto fail;	/* a failed child is left to the reaper */
 	/*
@@ -575,7 +580,7 @@ proc_pipe(int fds[2], int parent_end)
 }
 
 static int
-proc_pipes_open(struct proc_pipes *pp, bool stdin_pipe)
+proc_pipes_open(struct proctab *t, struct proc_pipes *pp, bool stdin_pipe)
 {
 	pp->out[0] = pp->out[1] = pp->err[0] = pp->err[1] = -1;
 	pp->in[0] = pp->in[1] = pp->null = -1;
@@ -589,8 +594,31 @@ proc_pipes_open(struct proc_pipes *pp, bool stdin_pipe)
 	(void)fcntl(pp->out[0], F_SETPIPE_SZ, PROC_PIPE_SIZE);
 	if (stdin_pipe)
 		return proc_pipe(pp->in, 1);
-	pp->null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	return pp->null == -1 ? -1 : 0;
+	return proc_devnull(t) == -1 ? -1 : 0;
+}
+
+/*
+ * One /dev/null, opened at the first launch that needs it and kept: an
+ * open and a close less per launch.  Above 2, because posix_spawn's dup2
+ * onto the same number would leave its FD_CLOEXEC set.
+ */
+static int
+proc_devnull(struct proctab *t)
+{
+	int	fd, saved;
+
+	if (t->devnull != -1)
+		return t->devnull;
+	if ((fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	if (fd <= 2) {
+		t->devnull = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		saved = errno;
+		close(fd);
+		errno = saved;
+	} else
+		t->devnull = fd;
+	return t->devnull;
 }
 
 static void
@@ -630,7 +658,7 @@ proc_exec(struct proc *p, const struct proc_opts *o,
 	so.argv = o->argv;
 	so.envp = envp;
 	so.cwd = o->cwd;
-	so.fd[0] = o->stdin_pipe ? pp->in[0] : pp->null;
+	so.fd[0] = o->stdin_pipe ? pp->in[0] : p->tab->devnull;
 	so.fd[1] = pp->out[1];
 	so.fd[2] = pp->err[1];
 	so.setsid = true;
@@ -682,6 +710,7 @@ proc_begin(struct proc *p, const struct proc_opts *o, struct proc_pipes *pp)
 	ev_timer_init(&p->grace, proc_grace_cb, p->grace_s, 0.);
 	ev_timer_init(&p->settle, proc_settle_cb, PROC_SETTLE_POLL,
 	    PROC_SETTLE_POLL);
+	p->settle_soon = PROC_SETTLE_SOON;
 	if (o->timeout_s > 0)
 		ev_timer_start(t->loop, &p->timeout);
 
@@ -1073,18 +1102,23 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 	 * An orphan: it may have been the last member of some group.  Each
 	 * unsettled group is looked at again soon, not now: kill(-pgid, 0)
 	 * walks the whole group, and 2,000 members dying one by one would
-	 * make that a walk per death.  A burst costs a check per
-	 * PROC_SETTLE_SOON at most; the last death is seen within it.
+	 * make that a walk per death.  While deaths go on, each check that
+	 * still finds members doubles the delay of the next (up to the
+	 * poll's): a burst of n deaths costs a few checks, not one per
+	 * PROC_SETTLE_SOON, and the last death is seen within the delay.
 	 */
 	t->orphans++;
-	for (p = t->head; p != NULL; p = p->next)
-		if (p->reaped && p->state == PROC_RUNNING &&
-		    ev_timer_remaining(t->loop, &p->settle) > PROC_SETTLE_SOON) {
+	for (p = t->head; p != NULL; p = p->next) {
+		if (!p->reaped || p->state != PROC_RUNNING)
+			continue;
+		p->orphan_died = true;
+		if (ev_timer_remaining(t->loop, &p->settle) > p->settle_soon) {
 			ev_timer_stop(t->loop, &p->settle);
-			ev_timer_set(&p->settle, PROC_SETTLE_SOON,
+			ev_timer_set(&p->settle, p->settle_soon,
 			    PROC_SETTLE_POLL);
 			ev_timer_start(t->loop, &p->settle);
 		}
+	}
 }
 
 /*
@@ -1127,6 +1161,11 @@ proc_settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
+	/* Deaths since the last check: a burst; none: the next is quick. */
+	p->settle_soon = !p->orphan_died ? PROC_SETTLE_SOON :
+	    p->settle_soon * 2 < PROC_SETTLE_POLL ? p->settle_soon * 2 :
+	    PROC_SETTLE_POLL;
+	p->orphan_died = false;
 	proc_check_settled(p);
 }
 

@@ -102,6 +102,8 @@ struct proc {
 	ev_timer	 timeout;	/* -> TERM the group */
 	ev_timer	 grace;		/* -> KILL the group */
 	ev_timer	 settle;	/* polls for group members left */
+	double		 settle_soon;	/* s, the next check after an orphan */
+	bool		 orphan_died;	/* an orphan was reaped since the check */
 	ev_timer	 first_status;	/* writes the first status.json */
 	double		 grace_s;
 	bool		 timeout_kill;	/* the timeout KILLs, no TERM first */
@@ -148,6 +150,7 @@ struct proctab {
 	int		 maxlive;
 	int		 keep_exited;
 	ev_prepare		 trim;		/* removes ended records past keep */
+	int		 devnull;	/* stdin of every stdin "null", or -1 */
 	ev_timer	 sync;		/* syncfs after final statuses */
 	pid_t		 sync_pid;	/* the child doing it */
 	ev_timer	 sweep;		/* closes files of ended records */
