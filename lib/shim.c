@@ -59,6 +59,7 @@ struct shim_conn {
 	ev_timer		 timer;		/* a head taking too long */
 	enum shim_mode		 mode;
 	http_parser		 parser;
+	bool			 headed;	/* the parser saw a head end */
 	bool			 done;		/* the parser saw a message end */
 	bool			 upgrade;
 	bool			 c_eof, a_eof;	/* that side sends no more */
@@ -87,6 +88,8 @@ static void	shim_conn_free(struct shim_conn *);
 static void	shim_conn_update(struct shim_conn *);
 static void	shim_process(struct shim_conn *);
 static int	shim_head(struct shim_conn *, size_t);
+static int	shim_parse_head(struct shim_conn *, const char *, size_t);
+static void	shim_too_large(struct shim_conn *);
 static void	shim_refuse(struct shim_conn *, int, const char *,
 		    const char *, const char *);
 static void	shim_reply(struct shim_conn *);
@@ -95,9 +98,11 @@ static void	shim_cwr_cb(struct ev_loop *, ev_io *, int);
 static void	shim_ard_cb(struct ev_loop *, ev_io *, int);
 static void	shim_awr_cb(struct ev_loop *, ev_io *, int);
 static void	shim_timer_cb(struct ev_loop *, ev_timer *, int);
+static int	shim_on_headers(http_parser *);
 static int	shim_on_complete(http_parser *);
 
 static const http_parser_settings shim_settings = {
+	.on_headers_complete = shim_on_headers,
 	.on_message_complete = shim_on_complete,
 };
 
@@ -487,6 +492,46 @@ shim_on_complete(http_parser *p)
 	return 0;
 }
 
+static int
+shim_on_headers(http_parser *p)
+{
+	struct shim_conn	*c = p->data;
+
+	c->headed = true;
+	return 0;
+}
+
+/*
+ * Run a fresh parser over the head h[0, n).  The parser, not the scan
+ * for an empty line, is what the agent runs: the two must agree that the
+ * head ends at its last byte, or what the shim checked and stripped is
+ * not what the agent reads.  They can differ: http_parser, built without
+ * HTTP_PARSER_STRICT, takes any byte after the CR of the empty line for
+ * its LF, so "GET /health HTTP/1.1\r\n\r*GET /v1/... HTTP/1.1\r\n\r\n"
+ * is one head to the scan and two requests to the agent (the second one
+ * unchecked).  So the head is fed but for its last byte, which must be
+ * the one that completes the parser's head.  -1: malformed or not one
+ * head.
+ */
+static int
+shim_parse_head(struct shim_conn *c, const char *h, size_t n)
+{
+	size_t	k;
+
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	c->done = c->headed = false;
+	k = http_parser_execute(&c->parser, &shim_settings, h, n - 1);
+	if (k != n - 1 || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK ||
+	    c->headed)
+		return -1;
+	k = http_parser_execute(&c->parser, &shim_settings, h + n - 1, 1);
+	if (k != 1 || !c->headed || (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK &&
+	    HTTP_PARSER_ERRNO(&c->parser) != HPE_PAUSED))
+		return -1;
+	return 0;
+}
+
 /* The end of the head in in[0, n): just past its empty line; 0: none. */
 static size_t
 shim_head_end(const char *p, size_t n)
@@ -582,11 +627,7 @@ shim_head(struct shim_conn *c, size_t n)
 
 	if (io_compact(&c->up) < n)
 		return -1;
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
-	c->done = false;
-	k = http_parser_execute(&c->parser, &shim_settings, h, n);
-	if (k != n && HTTP_PARSER_ERRNO(&c->parser) != HPE_PAUSED) {
+	if (shim_parse_head(c, h, n) == -1) {
 		shim_refuse(c, 400, "bad_request", "malformed request head",
 		    NULL);
 		return 0;
@@ -649,6 +690,20 @@ shim_body(struct shim_conn *c)
 	io_consume(&c->in, k);
 }
 
+/*
+ * A head longer than HTTP_MAX_HEAD.  Its method is parsed all the same:
+ * a HEAD's refusal has no body, as for any other refusal.
+ */
+static void
+shim_too_large(struct shim_conn *c)
+{
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	(void)http_parser_execute(&c->parser, &shim_settings, io_head(&c->in),
+	    HTTP_MAX_HEAD);
+	shim_refuse(c, 431, "head_too_large", "request head too large", NULL);
+}
+
 /* Everything `in` holds that can move now. */
 static void
 shim_process(struct shim_conn *c)
@@ -660,12 +715,23 @@ shim_process(struct shim_conn *c)
 		if (before == 0)
 			break;
 		if (c->mode == SHIM_HEAD) {
+			/*
+			 * Empty lines before a request line are skipped, as
+			 * http_parser skips them (RFC 9112 §2.2): a scan that
+			 * took them for an empty head would refuse a request
+			 * the client and the agent both see.
+			 */
+			for (n = 0; n < c->in.len && (io_head(&c->in)[n] ==
+			    '\r' || io_head(&c->in)[n] == '\n'); n++)
+				;
+			io_consume(&c->in, n);
+			if (c->in.len == 0)
+				break;
 			n = shim_head_end(io_head(&c->in), c->in.len >
 			    HTTP_MAX_HEAD ? HTTP_MAX_HEAD : c->in.len);
 			if (n == 0) {
 				if (c->in.len >= HTTP_MAX_HEAD)
-					shim_refuse(c, 431, "head_too_large",
-					    "request head too large", NULL);
+					shim_too_large(c);
 				break;
 			}
 			if (shim_head(c, n) == -1)

@@ -166,6 +166,57 @@ class TestShimAuth(ShimTestCase):
         self.assertUnauthorized(*self.req("POST", "/health", token=None, body=""))
 
 
+    def raw(self, data, timeout=5):
+        """Send raw bytes, read until the shim closes."""
+        s = socket.create_connection(("127.0.0.1", self.shim.port), timeout=scaled(timeout))
+        s.sendall(data)
+        out = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                out += b
+        except (socket.timeout, ConnectionResetError):
+            pass
+        s.close()
+        return out
+
+    def test_request_smuggled_after_a_bare_cr_is_refused(self):
+        # http_parser (not strict) takes any byte after the empty line's CR
+        # for its LF: to the agent these are two requests, the second one
+        # without a token; the shim must not pass it on.
+        for open_route in (b"GET /health", b"GET /v1/health"):
+            tok = b"" if open_route == b"GET /health" else \
+                b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+            data = self.raw(open_route + b" HTTP/1.1\r\nHost: x\r\n" + tok + b"\r*"
+                            b"GET /v1/processes HTTP/1.1\r\nHost: x\r\n"
+                            b"Connection: close\r\n\r\n")
+            self.assertEqual(data.count(b"HTTP/1.1 "), 1, data)
+            self.assertTrue(data.startswith(b"HTTP/1.1 400 "), data)
+            self.assertEqual(json.loads(data.split(b"\r\n\r\n", 1)[1])["code"], "bad_request")
+
+    def test_empty_lines_before_a_request_are_skipped(self):
+        # As http_parser (and RFC 9112 §2.2) skip them; not an empty head.
+        auth = b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+        get = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + auth
+        data = self.raw(get + b"\r\n" + b"\r\n\r\n\n" + get + b"Connection: close\r\n\r\n")
+        self.assertEqual(data.count(b"HTTP/1.1 200 "), 2, data)
+        self.assertEqual(data.count(b"HTTP/1.1 "), 2, data)
+
+    def test_too_large_head_after_head_has_its_body(self):
+        # After a HEAD, a GET whose head is too large: its 431 has a body.
+        # The refusal's method is the refused request's, not the last one's.
+        h = b"HEAD /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n"
+        data = self.raw(h + b"GET /v1/health HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n")
+        head, _, rest = data.partition(b"\r\n\r\n")
+        # The agent's answer to the HEAD (its status whatever it is), no body.
+        self.assertTrue(head.startswith(b"HTTP/1.1 "), data)
+        self.assertNotIn(b" 431 ", head.split(b"\r\n")[0])
+        self.assertTrue(rest.startswith(b"HTTP/1.1 431 "), data)
+        self.assertTrue(rest.endswith(b'"code":"head_too_large"}'), rest)
+
+
 class TestShimForwarding(ShimTestCase):
     def test_exec_json(self):
         status, _, body = self.req("POST", "/v1/exec", body={"argv": ["sh", "-c", "printf hi; exit 3"]})
