@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_sandbox.h"
+#include "fsutil.h"
 #include "util.h"
 
 /* The generated document and page (scripts/openapi, the Makefile). */
@@ -236,14 +238,20 @@ api_sandbox_delete(struct http_conn *c, struct http_req *r)
 
 /*
  * A cwd must be absolute and, normalised, inside the workspace: o->cwd
- * then points at the normalised copy in buf.  -1 with 403.
+ * then points at the normalised copy in buf.  -1 with 403.  Without one
+ * the command runs in the workspace, as in the bridge's container (its
+ * sessions start there), made first if it is missing as a bridge write
+ * makes it; if it cannot be made, in the agent's directory.
  */
 int
 api_sandbox_cwd(const struct api_files *f, struct proc_opts *o,
     char buf[PATH_MAX], struct api_err *e)
 {
-	if (o->cwd == NULL)
+	if (o->cwd == NULL) {
+		if (fsutil_mkdirs(AT_FDCWD, api_files_workspace(f)) == 0)
+			o->cwd = api_files_workspace(f);
 		return 0;
+	}
 	if (snprintf(buf, PATH_MAX, "%s", o->cwd) >= PATH_MAX ||
 	    !api_files_in_workspace(f, buf)) {
 		api_err_set(e, 403, "invalid_request", "cwd", "cwd must be "
@@ -332,18 +340,25 @@ api_sandbox_launch(struct http_conn *c, struct http_req *r)
 	cJSON		*j;
 
 	/* A body the launch refuses is refused there, as it always was. */
-	if ((j = api_parse_body(r->body.data, r->body.len, &e)) != NULL &&
-	    cJSON_IsString(f = cJSON_GetObjectItemCaseSensitive(j, "cwd")) &&
-	    f->valuestring[0] != '\0') {
+	if ((j = api_parse_body(r->body.data, r->body.len, &e)) == NULL) {
+		api_proc_launch_cwd(c, r, NULL);
+		return;
+	}
+	f = cJSON_GetObjectItemCaseSensitive(j, "cwd");
+	if (cJSON_IsString(f) && f->valuestring[0] != '\0')
 		o.cwd = f->valuestring;
-		if (api_sandbox_cwd(api_of(c)->files, &o, cwd, &e) == -1) {
-			cJSON_Delete(j);
-			api_reply_err(c, &e);
-			return;
-		}
+	else if (f != NULL && !cJSON_IsNull(f)) {
+		cJSON_Delete(j);
+		api_proc_launch_cwd(c, r, NULL);
+		return;
+	}
+	if (api_sandbox_cwd(api_of(c)->files, &o, cwd, &e) == -1) {
+		cJSON_Delete(j);
+		api_reply_err(c, &e);
+		return;
 	}
 	cJSON_Delete(j);
-	api_proc_launch_cwd(c, r, o.cwd != NULL ? cwd : NULL);
+	api_proc_launch_cwd(c, r, o.cwd);
 }
 
 /* ------------------------------------------------------------------ */

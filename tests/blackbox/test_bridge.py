@@ -183,6 +183,28 @@ class TestConfinement(BridgeCase):
         self.assertEqual(self.a.launch(["true"], cwd="/tmp").status, 200)
 
 
+class TestWorkspaceDefault(BridgeCase):
+    def test_without_cwd_runs_in_the_workspace(self):
+        # The agent runs in another directory; the bridge's commands start
+        # in the workspace, as its container's sessions do.
+        _, out, code = self.exec_events({"argv": ["pwd"]})
+        self.assertEqual((out["stdout"], code), ((self.ws + "\n").encode(), 0))
+        r = self.a.post(SB + "/processes", {"argv": ["pwd"]})
+        self.assertEqual(r.status, 200, r)
+        self.a.wait_ended(r.json["id"])
+        self.assertEqual(self.a.get("/v1/processes/%s/stdout" % r.json["id"]).body,
+                         (self.ws + "\n").encode())
+        # tend's own namespace keeps the agent's directory.
+        r = self.a.post("/v1/exec", {"argv": ["pwd"]})
+        self.assertNotEqual(r.json["stdout"], self.ws + "\n")
+
+    def test_missing_workspace_is_made(self):
+        shutil.rmtree(self.ws)
+        _, out, code = self.exec_events({"argv": ["pwd"]})
+        self.assertEqual((out["stdout"], code), ((self.ws + "\n").encode(), 0))
+        self.assertTrue(os.path.isdir(self.ws))
+
+
 class TestMounts(BridgeCase):
     def test_mount_unmount(self):
         self.assertError(self.a.post(SB + "/mount", {"bucket": "b", "mountPath": "rel"}),
