@@ -556,15 +556,11 @@ shim_token_ok(const struct shim_config *cfg, const char *v, size_t n)
 	unsigned char	diff = 0;
 	size_t		i;
 
-	if (n < 7 || strncasecmp(v, "Bearer ", 7) != 0)
-		return false;
-	v += 7;
-	n -= 7;
 	while (n > 0 && (*v == ' ' || *v == '\t'))
 		v++, n--;
 	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
 		n--;
-	if (n != cfg->token_len)
+	if (cfg->token == NULL || n != cfg->token_len)
 		return false;
 	for (i = 0; i < n; i++)
 		diff |= (unsigned char)v[i] ^ (unsigned char)cfg->token[i];
@@ -572,45 +568,75 @@ shim_token_ok(const struct shim_config *cfg, const char *v, size_t n)
 }
 
 /*
- * Copy the head h[0, n) to `up` without its Authorization lines (and
- * their obsolete continuations); *auth tells whether exactly one of them
- * carried the token.
+ * Whether the header line p[0, n) carries the token, and where its value
+ * starts (*v, *vn: up to the line's end, CR LF removed): "Authorization:
+ * Bearer T" or envd's "X-Access-Token: T".  Another Authorization scheme
+ * (envd's Basic names its user) is not a token: it goes on unchanged.
+ */
+static bool
+shim_token_line(const char *p, size_t n, const char **v, size_t *vn)
+{
+	static const char	auth[] = "authorization:", xat[] = "x-access-token:";
+	size_t			k;
+
+	if (n > sizeof(xat) - 1 && strncasecmp(p, xat, sizeof(xat) - 1) == 0)
+		k = sizeof(xat) - 1;
+	else if (n > sizeof(auth) - 1 &&
+	    strncasecmp(p, auth, sizeof(auth) - 1) == 0)
+		k = sizeof(auth) - 1;
+	else
+		return false;
+	*v = p + k;
+	*vn = n - k;
+	while (*vn > 0 && ((*v)[*vn - 1] == '\n' || (*v)[*vn - 1] == '\r'))
+		(*vn)--;
+	if (k == sizeof(xat) - 1)
+		return true;
+	while (*vn > 0 && (**v == ' ' || **v == '\t'))
+		(*v)++, (*vn)--;
+	/* "Bearer" alone is a token line, an empty (so wrong) one. */
+	if (*vn < 6 || strncasecmp(*v, "bearer", 6) != 0 ||
+	    (*vn > 6 && (*v)[6] != ' ' && (*v)[6] != '\t'))
+		return false;
+	*v += 6;
+	*vn -= 6;
+	return true;
+}
+
+/*
+ * Copy the head h[0, n) to `up` without the lines that carry the token
+ * (and their obsolete continuations); *auth tells whether there was one
+ * at least and every one of them carried the right token (a folded one
+ * never does).
  */
 static void
 shim_strip(struct shim_conn *c, const char *h, size_t n, bool *auth)
 {
 	const char	*line, *nl, *v;
-	size_t		 len;
-	bool		 in_auth = false;
+	size_t		 len, vn;
+	bool		 in_tok = false, ok = true;
 	int		 seen = 0;
 
-	*auth = false;
 	for (line = h; line < h + n; line = nl + 1) {
 		nl = memchr(line, '\n', h + n - line);
 		len = nl - line + 1;
 		if (line != h && (line[0] == ' ' || line[0] == '\t')) {
-			if (in_auth) {
-				seen = 2;	/* folded: never a match */
+			if (in_tok) {
+				ok = false;	/* folded: never a match */
 				continue;
 			}
 		} else
-			in_auth = line != h && len > 14 &&
-			    strncasecmp(line, "authorization:", 14) == 0;
-		if (!in_auth) {
+			in_tok = line != h && shim_token_line(line, len, &v,
+			    &vn);
+		if (!in_tok) {
 			(void)io_add(&c->up, line, len);
 			continue;
 		}
 		seen++;
-		v = line + 14;
-		len -= 14;
-		while (len > 0 && (v[len - 1] == '\n' || v[len - 1] == '\r'))
-			len--;
-		while (len > 0 && (*v == ' ' || *v == '\t'))
-			v++, len--;
-		*auth = shim_token_ok(&c->shim->cfg, v, len);
+		if (!shim_token_ok(&c->shim->cfg, v, vn))
+			ok = false;
 	}
-	if (seen != 1)
-		*auth = false;
+	*auth = seen > 0 && ok;
 }
 
 /*

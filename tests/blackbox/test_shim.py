@@ -427,6 +427,86 @@ class TestShimWebSocket(ShimTestCase):
         self.assertNotIn(b"authorization", self.seen[0].lower())
 
 
+class TestShimHeaders(ShimTestCase):
+    """What the agent receives, seen by a fake backend on a unix socket that
+    records each request head and answers 200 with Connection: close."""
+
+    def setUp(self):
+        AgentTestCase.setUp(self)
+        import tempfile
+        self.tmp = tempfile.mkdtemp(prefix="tend-shim-hdr-")
+        os.chmod(self.tmp, 0o711)
+        self.path = os.path.join(self.tmp, "fake.sock")
+        self.srv = socket.socket(socket.AF_UNIX)
+        self.srv.bind(self.path)
+        os.chmod(self.path, 0o666)
+        self.srv.listen(8)
+        self.addCleanup(self.srv.close)
+        self.seen = []
+        threading.Thread(target=self.backend, daemon=True).start()
+        self.shim = self.start_shim(self.path, tmp=self.tmp)
+
+    def backend(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                b = c.recv(4096)
+                if not b:
+                    break
+                buf += b
+            self.seen.append(buf.split(b"\r\n\r\n", 1)[0])
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            c.close()
+
+    def headers_seen(self, headers, port=None):
+        """Status of a GET with these headers, and the head the backend got."""
+        n = len(self.seen)
+        status, _, body = self.req("GET", "/v1/x", headers=headers, token=None, port=port)
+        if status != 200:
+            return status, None
+        wait_for(lambda: len(self.seen) > n, 5, "backend saw the request")
+        lines = self.seen[-1].decode().split("\r\n")[1:]
+        return status, dict((k.lower(), v.strip()) for k, _, v in (x.partition(":") for x in lines))
+
+    def test_x_access_token_is_checked_and_removed(self):
+        status, h = self.headers_seen({"X-Access-Token": TOKEN})
+        self.assertEqual(status, 200)
+        self.assertNotIn("x-access-token", h)
+        self.assertNotIn("authorization", h)
+        self.assertEqual(self.headers_seen({"X-Access-Token": TOKEN + "x"})[0], 401)
+        self.assertEqual(self.headers_seen({"X-Access-Token": ""})[0], 401)
+        # Two token headers: both must carry it.
+        self.assertEqual(self.headers_seen({"X-Access-Token": TOKEN,
+                                            "Authorization": "Bearer wrong"})[0], 401)
+        status, h = self.headers_seen({"X-Access-Token": TOKEN,
+                                       "Authorization": "Bearer " + TOKEN})
+        self.assertEqual(status, 200)
+        self.assertNotIn("authorization", h)
+
+    def test_basic_authorization_goes_through_unchanged(self):
+        basic = "Basic " + base64.b64encode(b"user:").decode()
+        status, h = self.headers_seen({"X-Access-Token": TOKEN, "Authorization": basic})
+        self.assertEqual(status, 200)
+        self.assertEqual(h.get("authorization"), basic)
+        self.assertNotIn("x-access-token", h)
+        # Basic is the envd user, never the token.
+        self.assertEqual(self.headers_seen({"Authorization": "Basic " + TOKEN})[0], 401)
+
+    def test_no_auth_keeps_basic_and_needs_no_token(self):
+        shim = self.start_shim(self.path, tmp=self.tmp, token=None, extra=["--no-auth"])
+        basic = "Basic " + base64.b64encode(b"root:").decode()
+        status, h = self.headers_seen({"Authorization": basic}, port=shim.port)
+        self.assertEqual(status, 200)
+        self.assertEqual(h.get("authorization"), basic)
+        status, h = self.headers_seen({"X-Access-Token": "anything"}, port=shim.port)
+        self.assertEqual(status, 200)
+        self.assertNotIn("x-access-token", h)
+
+
 class TestShimProcess(AgentTestCase):
     def test_agent_not_running_is_502(self):
         import tempfile
