@@ -70,7 +70,8 @@ DEPS_wsconn	:= buf http log ws
 DEPS_api_term_ws	:= api api_output buf codec follow http record term ws wsconn
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
-DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc http proc term
+DEPS_api_session	:= api api_bridge api_files boot http
+DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc api_session fsutil http proc term
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec
@@ -201,7 +202,7 @@ conformance: all
 # Needs clang and its fuzzer runtime: `scripts/setup fuzz`.
 FUZZ_CC		?= clang
 FUZZ_SECONDS	?= 30
-FUZZ_TARGETS	:= codec http json shim
+FUZZ_TARGETS	:= codec http json shim bridge
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lm

@@ -19,6 +19,7 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_sandbox.h"
+#include "api_session.h"
 #include "fsutil.h"
 #include "util.h"
 
@@ -71,6 +72,8 @@ const struct http_route api_sandbox_bridge_routes[] = {
 	{ "POST",	"/v1/processes",	api_sandbox_launch, NULL },
 	{ "POST",	"/v1/mount",		api_sandbox_mount, NULL },
 	{ "POST",	"/v1/unmount",		api_sandbox_unmount, NULL },
+	{ "POST",	"/v1/session",		api_session_create, NULL },
+	{ "DELETE",	"/v1/session/{}",	api_session_delete, NULL },
 	{ NULL, NULL, NULL, NULL }
 };
 
@@ -215,6 +218,7 @@ api_sandbox_delete(struct http_conn *c, struct http_req *r)
 	double			 grace;
 
 	(void)r;
+	api_session_clear();
 	grace = api_sandbox_terminate_all(a);
 	if (api_sandbox_all_ended(a)) {
 		http_reply(c, 204, NULL, NULL, 0);
@@ -309,9 +313,10 @@ api_sandbox_exec(struct http_conn *c, struct http_req *r)
 	bool			 failed;
 	int			 fd, err;
 
-	/* Session-Id is accepted and means nothing here: one shell. */
+	/* A Session-Id's session gives the cwd and env the body does not. */
 	if (api_pin(a, r, false, &fd, &e) != 0 ||
 	    (j = api_parse_body(r->body.data, r->body.len, &e)) == NULL ||
+	    api_session_apply(http_header(r, "Session-Id"), j, &e) == -1 ||
 	    api_sandbox_exec_opts(a, j, &o, &argv, &env, cwd, &e) == -1) {
 		api_reply_err(c, &e);
 		goto out;

@@ -174,5 +174,6 @@
 #define BRIDGE_NAME_MAX		64	/* POST /v1/sandbox's id, from the host name */
 #define BRIDGE_DELETE_POLL	0.02	/* s, DELETE looks whether all ended */
 #define BRIDGE_DELETE_SLACK	1.0	/* s past the longest grace: reply anyway */
+#define BRIDGE_SESSIONS_MAX	64	/* POST .../session: live sessions at most */
 
 #endif
