@@ -66,6 +66,9 @@ static void	fuzzsrv_write(struct fuzzsrv_client *, const uint8_t *, size_t);
 static int	fuzzsrv_cuts(size_t, const struct fuzzsrv_opts *, size_t *);
 static int	fuzzsrv_connect(int, const struct sockaddr *, socklen_t);
 static void	fuzzsrv_wait_freed(double);
+static void	fuzzsrv_wait_eof(struct fuzzsrv_client *,
+		    const struct fuzzsrv_opts *);
+static void	fuzzsrv_tick(struct ev_loop *, ev_timer *, int);
 
 static const http_parser_settings fuzzsrv_settings = {
 	.on_headers_complete = fuzzsrv_on_head,
@@ -376,12 +379,7 @@ fuzzsrv_exchange(const uint8_t *d, size_t n, const struct fuzzsrv_opts *o)
 	 */
 	if (o->halfclose && !cl.eof) {
 		shutdown(cl.fd, SHUT_WR);
-		for (i = 0; !cl.eof; i++) {
-			if (i == FUZZSRV_EOF_TURNS)
-				fuzzsrv_fail("server did not close after the "
-				    "client's EOF", NULL, 0);
-			fuzzsrv_turn(&cl);
-		}
+		fuzzsrv_wait_eof(&cl, o);
 	}
 	close(cl.fd);
 
@@ -395,6 +393,41 @@ fuzzsrv_exchange(const uint8_t *d, size_t n, const struct fuzzsrv_opts *o)
 		ev_run(fuzzsrv_loop, EVRUN_NOWAIT);
 	}
 	return cl.responses;
+}
+
+/*
+ * The server's close after the client's half-close: within
+ * FUZZSRV_EOF_TURNS turns, or o->free_s seconds of real time for a
+ * server that waits for children.
+ */
+static void
+fuzzsrv_wait_eof(struct fuzzsrv_client *cl, const struct fuzzsrv_opts *o)
+{
+	ev_timer	tick;
+	ev_tstamp	end;
+	int		i;
+
+	if (o->free_s <= 0) {
+		for (i = 0; !cl->eof; i++) {
+			if (i == FUZZSRV_EOF_TURNS)
+				fuzzsrv_fail("server did not close after the "
+				    "client's EOF", NULL, 0);
+			fuzzsrv_turn(cl);
+		}
+		return;
+	}
+	ev_timer_init(&tick, fuzzsrv_tick, 0.005, 0.005);
+	ev_timer_start(fuzzsrv_loop, &tick);
+	ev_now_update(fuzzsrv_loop);
+	end = ev_now(fuzzsrv_loop) + o->free_s;
+	while (!cl->eof) {
+		if (ev_now(fuzzsrv_loop) >= end)
+			fuzzsrv_fail("server did not close after the client's "
+			    "EOF", NULL, 0);
+		ev_run(fuzzsrv_loop, EVRUN_ONCE);
+		fuzzsrv_drain(cl);
+	}
+	ev_timer_stop(fuzzsrv_loop, &tick);
 }
 
 static void

@@ -23,7 +23,11 @@ struct fuzzsrv_opts {
 	bool		 halfclose;	/* shutdown(SHUT_WR), read to EOF */
 	int		 want;		/* responses that end the wait; 0: none */
 	int		 spins;		/* loop turns to wait for replies */
-	/* s of real time the server may take to free the connection. */
+	/*
+	 * s of real time the server may take to close after a half-close
+	 * and to free the connection (one that waits for children); 0:
+	 * loop turns, as for a server that never waits.
+	 */
 	double		 free_s;
 	/* Connect here instead of the server's unix socket (a proxy). */
 	const struct sockaddr	*to;
