@@ -53,6 +53,7 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_sandbox.h"
+#include "api_session.h"
 #include "api_term.h"
 #include "boot.h"
 #include "child.h"
@@ -356,7 +357,7 @@ fb_all_ended(void)
 /*
  * What the input started gets FB_SETTLE s to end on its own, then every
  * record and terminal is removed (the live ones killed) and reaped, and
- * the roots are emptied.
+ * the roots are emptied and the sessions dropped.
  */
 static void
 fb_reset(void)
@@ -366,6 +367,7 @@ fb_reset(void)
 	int		 fd;
 
 	(void)fb_until(fb_all_ended, FB_SETTLE);
+	api_session_clear();
 	while ((p = proctab_first(&fb_tab)) != NULL)
 		if (proc_delete(p) == -1)
 			fb_fail("proc_delete");
