@@ -210,6 +210,9 @@ fb_confine(void)
 		fb_fail("unshare (run as root)");
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
 		fb_fail("private /");
+	/* Debian has an empty /srv; the tmpfs hides whatever is there. */
+	if (mkdir(FB_TMP, 0755) == -1 && errno != EEXIST)
+		fb_fail(FB_TMP);
 	if (mount("tend-fuzz", FB_TMP, "tmpfs", MS_NOSUID | MS_NODEV,
 	    "size=64m,mode=0755") == -1)
 		fb_fail(FB_TMP);
