@@ -204,6 +204,18 @@ class TestShimAuth(ShimTestCase):
         self.assertEqual(data.count(b"HTTP/1.1 200 "), 2, data)
         self.assertEqual(data.count(b"HTTP/1.1 "), 2, data)
 
+    def test_head_refused_for_its_headers_has_no_body(self):
+        # Too many headers: the agent refuses before the head ends, and
+        # its 413 to a HEAD must have no body, directly and through the shim.
+        hdrs = b"".join(b"X-%d: v\r\n" % i for i in range(80))
+        req = b"HEAD /v1/health HTTP/1.1\r\nHost: x\r\n" + hdrs + b"\r\n"
+        tok = b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+        for data in (self.a.raw(req)[0],
+                     self.raw(req.replace(b"Host: x\r\n", b"Host: x\r\n" + tok))):
+            self.assertTrue(data.startswith(b"HTTP/1.1 413 "), data)
+            head, sep, rest = data.partition(b"\r\n\r\n")
+            self.assertEqual((sep, rest), (b"\r\n\r\n", b""), data)
+
     def test_too_large_head_after_head_has_its_body(self):
         # After a HEAD, a GET whose head is too large: its 431 has a body.
         # The refusal's method is the refused request's, not the last one's.
