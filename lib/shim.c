@@ -594,12 +594,17 @@ shim_token_line(const char *p, size_t n, const char **v, size_t *vn)
 		return true;
 	while (*vn > 0 && (**v == ' ' || **v == '\t'))
 		(*v)++, (*vn)--;
-	/* "Bearer" alone is a token line, an empty (so wrong) one. */
-	if (*vn < 6 || strncasecmp(*v, "bearer", 6) != 0 ||
-	    (*vn > 6 && (*v)[6] != ' ' && (*v)[6] != '\t'))
+	if (*vn < 6 || strncasecmp(*v, "bearer", 6) != 0)
 		return false;
-	*v += 6;
-	*vn -= 6;
+	/*
+	 * Whatever starts "Bearer" is a token line, never forwarded; one
+	 * without a blank after it ("Bearer", "Bearerx") carries no token.
+	 */
+	if (*vn > 6 && ((*v)[6] == ' ' || (*v)[6] == '\t')) {
+		*v += 6;
+		*vn -= 6;
+	} else
+		*vn = 0;
 	return true;
 }
 

@@ -491,6 +491,9 @@ class TestShimHeaders(ShimTestCase):
         self.assertNotIn("authorization", h)
         self.assertEqual(self.headers_seen({"X-Access-Token": TOKEN + "x"})[0], 401)
         self.assertEqual(self.headers_seen({"X-Access-Token": ""})[0], 401)
+        # "Bearer" run into the token is a token line without a token.
+        self.assertEqual(self.headers_seen({"X-Access-Token": TOKEN,
+                                            "Authorization": "Bearer" + TOKEN})[0], 401)
         # Two token headers: both must carry it.
         self.assertEqual(self.headers_seen({"X-Access-Token": TOKEN,
                                             "Authorization": "Bearer wrong"})[0], 401)
