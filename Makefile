@@ -71,7 +71,8 @@ DEPS_wsconn	:= buf http log ws
 DEPS_api_term_ws	:= api api_output api_sandbox api_term buf codec follow http logstore record term ws wsconn
 DEPS_api_files	:= api buf child codec files fsutil http log tar
 DEPS_child	:=
-DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc api_term http proc term
+DEPS_api_session	:= api api_bridge api_files boot http
+DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc api_session api_term fsutil http proc term
 DEPS_watch	:= codec files wlist
 DEPS_api_watch	:= api codec files http watch
 DEPS_multipart	:=
@@ -287,13 +288,13 @@ conformance: all
 # Needs clang and its fuzzer runtime: `scripts/setup fuzz`.
 FUZZ_CC		?= clang
 FUZZ_SECONDS	?= 30
-FUZZ_TARGETS	:= codec http json shim multipart
+FUZZ_TARGETS	:= codec http json shim bridge multipart
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lm
 FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o) build-fuzz/gen/openapi.o
 
-.PHONY: fuzz fuzz-replay
+.PHONY: fuzz fuzz-replay fuzz-ci
 .SECONDARY: $(FUZZ_LIB_OBJ)
 
 build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
@@ -337,6 +338,34 @@ fuzz-replay: setup
 		2>/dev/null) >build-fuzz/replay-$$t.log 2>&1; then \
 		tail -1 build-fuzz/replay-$$t.log; \
 	    else rc=1; tail -40 build-fuzz/replay-$$t.log; fi; \
+	done; exit $$rc
+
+# CI (.ci/run, after make test): each target fuzzed FUZZ_CI_SECONDS from
+# the same start, as far as libFuzzer allows: -seed=1 and a fresh copy of
+# its seeds and saved crashers in $(BUILD)/fuzz-ci/<name> (what it finds
+# goes there, never into tests/).  One line per target; a crash fails it,
+# its input in build-fuzz/crash-<name>-*, its log in build-fuzz/ci-<name>.log.
+FUZZ_CI_SECONDS	?= 30
+
+fuzz-ci: setup
+	@scripts/setup fuzz
+	$(MAKE) $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+	    c=$(BUILD)/fuzz-ci/$$t; log=build-fuzz/ci-$$t.log; \
+	    rm -rf $$c && mkdir -p $$c && cp tests/fuzz/seeds/$$t/* $$c/ && \
+	    if [ -d tests/fuzz/crashers/$$t ]; then \
+		cp tests/fuzz/crashers/$$t/* $$c/; fi; \
+	    n=$$(ls $$c | wc -l); \
+	    if UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/fuzz_$$t -seed=1 \
+		-max_total_time=$(FUZZ_CI_SECONDS) -timeout=20 \
+		-print_final_stats=1 -artifact_prefix=build-fuzz/crash-$$t- \
+		$$(cat tests/fuzz/$$t.options 2>/dev/null) $$c >$$log 2>&1; then \
+		echo "fuzz-ci: $$t ok: $$(sed -n \
+		    's/^stat::number_of_executed_units: *//p' $$log) runs in" \
+		    "$(FUZZ_CI_SECONDS) s, corpus $$n -> $$(ls $$c | wc -l)"; \
+	    else rc=1; tail -40 $$log; \
+		echo "fuzz-ci: $$t FAILED (log $$log, input" \
+		    "build-fuzz/crash-$$t-*)"; fi; \
 	done; exit $$rc
 
 clean:

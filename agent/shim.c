@@ -64,9 +64,10 @@ shim_usage(FILE *f)
 	fprintf(f,
 "usage: tend shim [options]\n"
 "\n"
-"Accept HTTP/1.1 on TCP, require Authorization: Bearer <token> on every\n"
-"request (GET /health excepted), and forward each request unchanged to\n"
-"the agent's unix socket, streaming the reply back.\n"
+"Accept HTTP/1.1 on TCP, require Authorization: Bearer <token> (or\n"
+"X-Access-Token: <token>) on every request (GET /health excepted), and\n"
+"forward each request without it to the agent's unix socket, streaming\n"
+"the reply back.\n"
 "\n"
 "options:\n"
 "  -l, --listen ADDR:PORT  numeric address to listen on (127.0.0.1:8686;\n"

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +20,9 @@
 #include "api_output.h"
 #include "api_proc.h"
 #include "api_sandbox.h"
+#include "api_session.h"
 #include "api_term.h"
+#include "fsutil.h"
 #include "util.h"
 
 /* The generated document and page (scripts/openapi, the Makefile). */
@@ -73,6 +76,8 @@ const struct http_route api_sandbox_bridge_routes[] = {
 	{ "POST",	"/v1/terminals",	api_sandbox_term_create, NULL },
 	{ "POST",	"/v1/mount",		api_sandbox_mount, NULL },
 	{ "POST",	"/v1/unmount",		api_sandbox_unmount, NULL },
+	{ "POST",	"/v1/session",		api_session_create, NULL },
+	{ "DELETE",	"/v1/session/{}",	api_session_delete, NULL },
 	{ NULL, NULL, NULL, NULL }
 };
 
@@ -217,6 +222,7 @@ api_sandbox_delete(struct http_conn *c, struct http_req *r)
 	double			 grace;
 
 	(void)r;
+	api_session_clear();
 	grace = api_sandbox_terminate_all(a);
 	if (api_sandbox_all_ended(a)) {
 		http_reply(c, 204, NULL, NULL, 0);
@@ -258,10 +264,27 @@ api_sandbox_cwd_path(const struct api_files *f, const char **cwd,
 	return 0;
 }
 
+/*
+ * Without a cwd a command runs in the workspace, as in the bridge's
+ * container (its sessions start there), made first if it is missing as a
+ * bridge write makes it; if it cannot be made, in the agent's directory.
+ */
+static const char *
+api_sandbox_default_cwd(const struct api_files *f)
+{
+	return fsutil_mkdirs(AT_FDCWD, api_files_workspace(f)) == 0 ?
+	    api_files_workspace(f) : NULL;
+}
+
+/* A launch's cwd confined (api_sandbox_cwd_path), else the default. */
 int
 api_sandbox_cwd(const struct api_files *f, struct proc_opts *o,
     char buf[PATH_MAX], struct api_err *e)
 {
+	if (o->cwd == NULL) {
+		o->cwd = api_sandbox_default_cwd(f);
+		return 0;
+	}
 	return api_sandbox_cwd_path(f, &o->cwd, buf, e);
 }
 
@@ -312,9 +335,10 @@ api_sandbox_exec(struct http_conn *c, struct http_req *r)
 	bool			 failed;
 	int			 fd, err;
 
-	/* Session-Id is accepted and means nothing here: one shell. */
+	/* A Session-Id's session gives the cwd and env the body does not. */
 	if (api_pin(a, r, false, &fd, &e) != 0 ||
 	    (j = api_parse_body(r->body.data, r->body.len, &e)) == NULL ||
+	    api_session_apply(http_header(r, "Session-Id"), j, &e) == -1 ||
 	    api_sandbox_exec_opts(a, j, &o, &argv, &env, cwd, &e) == -1) {
 		api_reply_err(c, &e);
 		goto out;
@@ -335,26 +359,29 @@ out:
 /*
  * The body's cwd, if it is a non-empty string, confined to the workspace
  * (normalised into buf): 0 and *cwd (NULL: none to confine), or -1 after
- * a 403.  A body the handler refuses is refused there, as it always was.
+ * a 403.  With dflt, a body without one (or null) gets the default cwd.
+ * A body the handler refuses is refused there, as it always was.
  */
 static int
-api_sandbox_body_cwd(struct http_conn *c, struct http_req *r,
+api_sandbox_body_cwd(struct http_conn *c, struct http_req *r, bool dflt,
     const char **cwd, char buf[PATH_MAX])
 {
-	struct api_err	 e;
-	const cJSON	*f;
-	cJSON		*j;
-	int		 rc = 0;
+	const struct api_files	*files = api_of(c)->files;
+	struct api_err		 e;
+	const cJSON		*f;
+	cJSON			*j;
+	int			 rc = 0;
 
 	*cwd = NULL;
-	if ((j = api_parse_body(r->body.data, r->body.len, &e)) != NULL &&
-	    cJSON_IsString(f = cJSON_GetObjectItemCaseSensitive(j, "cwd")) &&
-	    f->valuestring[0] != '\0') {
+	if ((j = api_parse_body(r->body.data, r->body.len, &e)) == NULL)
+		return 0;
+	f = cJSON_GetObjectItemCaseSensitive(j, "cwd");
+	if (cJSON_IsString(f) && f->valuestring[0] != '\0') {
 		*cwd = f->valuestring;
-		if ((rc = api_sandbox_cwd_path(api_of(c)->files, cwd, buf,
-		    &e)) == -1)
+		if ((rc = api_sandbox_cwd_path(files, cwd, buf, &e)) == -1)
 			api_reply_err(c, &e);
-	}
+	} else if (dflt && (f == NULL || cJSON_IsNull(f)))
+		*cwd = api_sandbox_default_cwd(files);
 	cJSON_Delete(j);
 	return rc;
 }
@@ -366,7 +393,7 @@ api_sandbox_launch(struct http_conn *c, struct http_req *r)
 	const char	*cwd;
 	char		 buf[PATH_MAX];
 
-	if (api_sandbox_body_cwd(c, r, &cwd, buf) == 0)
+	if (api_sandbox_body_cwd(c, r, true, &cwd, buf) == 0)
 		api_proc_launch_cwd(c, r, cwd);
 }
 
@@ -377,7 +404,7 @@ api_sandbox_term_create(struct http_conn *c, struct http_req *r)
 	const char	*cwd;
 	char		 buf[PATH_MAX];
 
-	if (api_sandbox_body_cwd(c, r, &cwd, buf) == 0)
+	if (api_sandbox_body_cwd(c, r, false, &cwd, buf) == 0)
 		api_term_create_cwd(c, r, cwd);
 }
 

@@ -1043,6 +1043,11 @@ on_url(http_parser *p, const char *at, size_t len)
 {
 	struct http_conn	*c = p->data;
 
+	/*
+	 * The method is known from here: a HEAD refused before its head
+	 * ends (too many headers, too long) gets no body either.
+	 */
+	c->req_head = p->method == HTTP_HEAD;
 	if (http_head_bytes(&c->ps, len) == -1)
 		return -1;
 	return buf_add(&c->ps.url, at, len);

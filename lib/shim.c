@@ -57,6 +57,7 @@ struct shim_conn {
 	ev_timer		 timer;		/* a head taking too long */
 	enum shim_mode		 mode;
 	http_parser		 parser;
+	bool			 headed;	/* the parser saw a head end */
 	bool			 done;		/* the parser saw a message end */
 	bool			 upgrade;
 	bool			 c_eof, a_eof;	/* that side sends no more */
@@ -85,6 +86,8 @@ static void	shim_conn_free(struct shim_conn *);
 static void	shim_conn_update(struct shim_conn *);
 static void	shim_process(struct shim_conn *);
 static int	shim_head(struct shim_conn *, size_t);
+static int	shim_parse_head(struct shim_conn *, const char *, size_t);
+static void	shim_too_large(struct shim_conn *);
 static void	shim_refuse(struct shim_conn *, int, const char *,
 		    const char *, const char *);
 static void	shim_reply(struct shim_conn *);
@@ -93,9 +96,11 @@ static void	shim_cwr_cb(struct ev_loop *, ev_io *, int);
 static void	shim_ard_cb(struct ev_loop *, ev_io *, int);
 static void	shim_awr_cb(struct ev_loop *, ev_io *, int);
 static void	shim_timer_cb(struct ev_loop *, ev_timer *, int);
+static int	shim_on_headers(http_parser *);
 static int	shim_on_complete(http_parser *);
 
 static const http_parser_settings shim_settings = {
+	.on_headers_complete = shim_on_headers,
 	.on_message_complete = shim_on_complete,
 };
 
@@ -485,6 +490,46 @@ shim_on_complete(http_parser *p)
 	return 0;
 }
 
+static int
+shim_on_headers(http_parser *p)
+{
+	struct shim_conn	*c = p->data;
+
+	c->headed = true;
+	return 0;
+}
+
+/*
+ * Run a fresh parser over the head h[0, n).  The parser, not the scan
+ * for an empty line, is what the agent runs: the two must agree that the
+ * head ends at its last byte, or what the shim checked and stripped is
+ * not what the agent reads.  They can differ: http_parser, built without
+ * HTTP_PARSER_STRICT, takes any byte after the CR of the empty line for
+ * its LF, so "GET /health HTTP/1.1\r\n\r*GET /v1/... HTTP/1.1\r\n\r\n"
+ * is one head to the scan and two requests to the agent (the second one
+ * unchecked).  So the head is fed but for its last byte, which must be
+ * the one that completes the parser's head.  -1: malformed or not one
+ * head.
+ */
+static int
+shim_parse_head(struct shim_conn *c, const char *h, size_t n)
+{
+	size_t	k;
+
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	c->done = c->headed = false;
+	k = http_parser_execute(&c->parser, &shim_settings, h, n - 1);
+	if (k != n - 1 || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK ||
+	    c->headed)
+		return -1;
+	k = http_parser_execute(&c->parser, &shim_settings, h + n - 1, 1);
+	if (k != 1 || !c->headed || (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK &&
+	    HTTP_PARSER_ERRNO(&c->parser) != HPE_PAUSED))
+		return -1;
+	return 0;
+}
+
 /* The end of the head in in[0, n): just past its empty line; 0: none. */
 static size_t
 shim_head_end(const char *p, size_t n)
@@ -509,15 +554,11 @@ shim_token_ok(const struct shim_config *cfg, const char *v, size_t n)
 	unsigned char	diff = 0;
 	size_t		i;
 
-	if (n < 7 || strncasecmp(v, "Bearer ", 7) != 0)
-		return false;
-	v += 7;
-	n -= 7;
 	while (n > 0 && (*v == ' ' || *v == '\t'))
 		v++, n--;
 	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
 		n--;
-	if (n != cfg->token_len)
+	if (cfg->token == NULL || n != cfg->token_len)
 		return false;
 	for (i = 0; i < n; i++)
 		diff |= (unsigned char)v[i] ^ (unsigned char)cfg->token[i];
@@ -525,45 +566,80 @@ shim_token_ok(const struct shim_config *cfg, const char *v, size_t n)
 }
 
 /*
- * Copy the head h[0, n) to `up` without its Authorization lines (and
- * their obsolete continuations); *auth tells whether exactly one of them
- * carried the token.
+ * Whether the header line p[0, n) carries the token, and where its value
+ * starts (*v, *vn: up to the line's end, CR LF removed): "Authorization:
+ * Bearer T" or envd's "X-Access-Token: T".  Another Authorization scheme
+ * (envd's Basic names its user) is not a token: it goes on unchanged.
+ */
+static bool
+shim_token_line(const char *p, size_t n, const char **v, size_t *vn)
+{
+	static const char	auth[] = "authorization:", xat[] = "x-access-token:";
+	size_t			k;
+
+	if (n > sizeof(xat) - 1 && strncasecmp(p, xat, sizeof(xat) - 1) == 0)
+		k = sizeof(xat) - 1;
+	else if (n > sizeof(auth) - 1 &&
+	    strncasecmp(p, auth, sizeof(auth) - 1) == 0)
+		k = sizeof(auth) - 1;
+	else
+		return false;
+	*v = p + k;
+	*vn = n - k;
+	while (*vn > 0 && ((*v)[*vn - 1] == '\n' || (*v)[*vn - 1] == '\r'))
+		(*vn)--;
+	if (k == sizeof(xat) - 1)
+		return true;
+	while (*vn > 0 && (**v == ' ' || **v == '\t'))
+		(*v)++, (*vn)--;
+	if (*vn < 6 || strncasecmp(*v, "bearer", 6) != 0)
+		return false;
+	/*
+	 * Whatever starts "Bearer" is a token line, never forwarded; one
+	 * without a blank after it ("Bearer", "Bearerx") carries no token.
+	 */
+	if (*vn > 6 && ((*v)[6] == ' ' || (*v)[6] == '\t')) {
+		*v += 6;
+		*vn -= 6;
+	} else
+		*vn = 0;
+	return true;
+}
+
+/*
+ * Copy the head h[0, n) to `up` without the lines that carry the token
+ * (and their obsolete continuations); *auth tells whether there was one
+ * at least and every one of them carried the right token (a folded one
+ * never does).
  */
 static void
 shim_strip(struct shim_conn *c, const char *h, size_t n, bool *auth)
 {
 	const char	*line, *nl, *v;
-	size_t		 len;
-	bool		 in_auth = false;
+	size_t		 len, vn;
+	bool		 in_tok = false, ok = true;
 	int		 seen = 0;
 
-	*auth = false;
 	for (line = h; line < h + n; line = nl + 1) {
 		nl = memchr(line, '\n', h + n - line);
 		len = nl - line + 1;
 		if (line != h && (line[0] == ' ' || line[0] == '\t')) {
-			if (in_auth) {
-				seen = 2;	/* folded: never a match */
+			if (in_tok) {
+				ok = false;	/* folded: never a match */
 				continue;
 			}
 		} else
-			in_auth = line != h && len > 14 &&
-			    strncasecmp(line, "authorization:", 14) == 0;
-		if (!in_auth) {
+			in_tok = line != h && shim_token_line(line, len, &v,
+			    &vn);
+		if (!in_tok) {
 			(void)io_add(&c->up, line, len);
 			continue;
 		}
 		seen++;
-		v = line + 14;
-		len -= 14;
-		while (len > 0 && (v[len - 1] == '\n' || v[len - 1] == '\r'))
-			len--;
-		while (len > 0 && (*v == ' ' || *v == '\t'))
-			v++, len--;
-		*auth = shim_token_ok(&c->shim->cfg, v, len);
+		if (!shim_token_ok(&c->shim->cfg, v, vn))
+			ok = false;
 	}
-	if (seen != 1)
-		*auth = false;
+	*auth = seen > 0 && ok;
 }
 
 /*
@@ -580,11 +656,7 @@ shim_head(struct shim_conn *c, size_t n)
 
 	if (io_compact(&c->up) < n)
 		return -1;
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
-	c->done = false;
-	k = http_parser_execute(&c->parser, &shim_settings, h, n);
-	if (k != n && HTTP_PARSER_ERRNO(&c->parser) != HPE_PAUSED) {
+	if (shim_parse_head(c, h, n) == -1) {
 		shim_refuse(c, 400, "bad_request", "malformed request head",
 		    NULL);
 		return 0;
@@ -647,6 +719,20 @@ shim_body(struct shim_conn *c)
 	io_consume(&c->in, k);
 }
 
+/*
+ * A head longer than HTTP_MAX_HEAD.  Its method is parsed all the same:
+ * a HEAD's refusal has no body, as for any other refusal.
+ */
+static void
+shim_too_large(struct shim_conn *c)
+{
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	(void)http_parser_execute(&c->parser, &shim_settings, io_head(&c->in),
+	    HTTP_MAX_HEAD);
+	shim_refuse(c, 431, "head_too_large", "request head too large", NULL);
+}
+
 /* Everything `in` holds that can move now. */
 static void
 shim_process(struct shim_conn *c)
@@ -658,12 +744,23 @@ shim_process(struct shim_conn *c)
 		if (before == 0)
 			break;
 		if (c->mode == SHIM_HEAD) {
+			/*
+			 * Empty lines before a request line are skipped, as
+			 * http_parser skips them (RFC 9112 §2.2): a scan that
+			 * took them for an empty head would refuse a request
+			 * the client and the agent both see.
+			 */
+			for (n = 0; n < c->in.len && (io_head(&c->in)[n] ==
+			    '\r' || io_head(&c->in)[n] == '\n'); n++)
+				;
+			io_consume(&c->in, n);
+			if (c->in.len == 0)
+				break;
 			n = shim_head_end(io_head(&c->in), c->in.len >
 			    HTTP_MAX_HEAD ? HTTP_MAX_HEAD : c->in.len);
 			if (n == 0) {
 				if (c->in.len >= HTTP_MAX_HEAD)
-					shim_refuse(c, 431, "head_too_large",
-					    "request head too large", NULL);
+					shim_too_large(c);
 				break;
 			}
 			if (shim_head(c, n) == -1)

@@ -1,9 +1,9 @@
 /*
  * shim: the token-gated TCP front of the agent's unix socket.  Each TCP
  * client gets its own connection to the agent; its request heads are
- * checked (Authorization: Bearer), stripped of that header and forwarded
- * in order, bodies and replies byte for byte; after a 101 both sockets
- * are spliced.  It links no process or file code.
+ * checked (Authorization: Bearer, or X-Access-Token), stripped of the
+ * token and forwarded in order, bodies and replies byte for byte; after a
+ * 101 both sockets are spliced.  It links no process or file code.
  */
 #ifndef TEND_SHIM_H
 #define TEND_SHIM_H

@@ -176,6 +176,7 @@
 #define BRIDGE_NAME_MAX		64	/* POST /v1/sandbox's id, from the host name */
 #define BRIDGE_DELETE_POLL	0.02	/* s, DELETE looks whether all ended */
 #define BRIDGE_DELETE_SLACK	1.0	/* s past the longest grace: reply anyway */
+#define BRIDGE_SESSIONS_MAX	64	/* POST .../session: live sessions at most */
 
 /* envd's Connect API (lib/connect.c, lib/envd.c, lib/api_envd*.c). */
 #define CONNECT_MSG_MAX		HTTP_MAX_BODY	/* one request message */

@@ -50,7 +50,8 @@ wsconn_new(struct ev_loop *loop, int fd, struct http_server *srv,
 	int		 fl;
 
 	if ((ws = calloc(1, sizeof(*ws))) == NULL ||
-	    (already != NULL && buf_add(&ws->in, buf_head(already),
+	    (already != NULL && buf_avail(already) > 0 &&
+	    buf_add(&ws->in, buf_head(already),
 	    buf_avail(already)) == -1) ||
 	    (fl = fcntl(fd, F_GETFL)) == -1 ||
 	    fcntl(fd, F_SETFL, fl | O_NONBLOCK) == -1) {

@@ -183,6 +183,86 @@ class TestConfinement(BridgeCase):
         self.assertEqual(self.a.launch(["true"], cwd="/tmp").status, 200)
 
 
+class TestWorkspaceDefault(BridgeCase):
+    def test_without_cwd_runs_in_the_workspace(self):
+        # The agent runs in another directory; the bridge's commands start
+        # in the workspace, as its container's sessions do.
+        _, out, code = self.exec_events({"argv": ["pwd"]})
+        self.assertEqual((out["stdout"], code), ((self.ws + "\n").encode(), 0))
+        r = self.a.post(SB + "/processes", {"argv": ["pwd"]})
+        self.assertEqual(r.status, 200, r)
+        self.a.wait_ended(r.json["id"])
+        self.assertEqual(self.a.get("/v1/processes/%s/stdout" % r.json["id"]).body,
+                         (self.ws + "\n").encode())
+        # tend's own namespace keeps the agent's directory.
+        r = self.a.post("/v1/exec", {"argv": ["pwd"]})
+        self.assertNotEqual(r.json["stdout"], self.ws + "\n")
+
+    def test_missing_workspace_is_made(self):
+        shutil.rmtree(self.ws)
+        _, out, code = self.exec_events({"argv": ["pwd"]})
+        self.assertEqual((out["stdout"], code), ((self.ws + "\n").encode(), 0))
+        self.assertTrue(os.path.isdir(self.ws))
+
+
+class TestSessions(BridgeCase):
+    """Mastra's bridge client: POST .../session {cwd?, env?, id?} -> {id},
+    DELETE .../session/{sid}; an exec's Session-Id starts from it."""
+
+    def test_session_gives_cwd_and_env(self):
+        r = self.a.post(SB + "/session", {"id": "s1", "cwd": self.ws + "/b/../b",
+                                          "env": {"FOO": "one", "BAR": "two"}})
+        self.assertEqual((r.status, r.json), (200, {"id": "s1"}), r)
+        argv = ["sh", "-c", "pwd; echo $FOO $BAR"]
+        _, out, code = self.exec_events({"argv": argv}, headers={"Session-Id": "s1"})
+        self.assertEqual((out["stdout"], code), (("%s/b\none two\n" % self.ws).encode(), 0))
+        # The body's own cwd and env entries win.
+        _, out, _ = self.exec_events({"argv": argv, "cwd": self.ws, "env": {"FOO": "mine"}},
+                                     headers={"Session-Id": "s1"})
+        self.assertEqual(out["stdout"], ("%s\nmine two\n" % self.ws).encode())
+        # Without the header, nothing of it.
+        _, out, _ = self.exec_events({"argv": argv})
+        self.assertEqual(out["stdout"], ("%s\n\n" % self.ws).encode())
+        r = self.a.delete(SB + "/session/s1")
+        self.assertEqual((r.status, r.json), (200, {"success": True, "sessionId": "s1"}), r)
+        self.assertError(self.a.delete(SB + "/session/s1"), 404, "not_found")
+        _, out, _ = self.exec_events({"argv": argv}, headers={"Session-Id": "s1"})
+        self.assertEqual(out["stdout"], ("%s\n\n" % self.ws).encode())
+
+    def test_create_forms_and_refusals(self):
+        r = self.a.request("POST", SB + "/session", body=b"")
+        self.assertEqual(r.status, 200, r)
+        self.assertRegex(r.json["id"], r"^[A-Za-z0-9._-]{1,128}$")
+        self.assertNotEqual(self.a.post(SB + "/session", {}).json["id"], r.json["id"])
+        self.assertEqual(self.a.post(SB + "/session", {"id": "dup"}).status, 200)
+        self.assertError(self.a.post(SB + "/session", {"id": "dup"}), 409, "id_taken")
+        j = self.assertError(self.a.post(SB + "/session", {"id": "a b"}), 400, "invalid_request")
+        self.assertEqual(j["error"], "Invalid session ID format")
+        self.assertError(self.a.post(SB + "/session", {"id": "x" * 129}), 400, "invalid_request")
+        j = self.assertError(self.a.post(SB + "/session", {"cwd": "/tmp"}), 403, "invalid_request")
+        self.assertIn("must be within %s" % self.ws, j["error"])
+        self.assertError(self.a.post(SB + "/session", {"env": {"A": 1}}), 400, "invalid_request")
+        self.assertError(self.a.post(SB + "/session", {"env": ["A=1"]}), 400, "invalid_request")
+        self.assertError(self.a.post(SB + "/session", [1]), 400, "invalid_request")
+        j = self.assertError(self.a.post(SB + "/exec", {"argv": ["true"]},
+                                         headers={"Session-Id": "a;b"}), 400, "invalid_request")
+        self.assertEqual(j["error"], "Invalid session ID format")
+
+    def test_limit_and_sandbox_delete_clears(self):
+        ids = []
+        while True:
+            r = self.a.post(SB + "/session", {})
+            if r.status != 200:
+                break
+            ids.append(r.json["id"])
+            self.assertLess(len(ids), 1000)
+        self.assertError(r, 503, "busy")
+        self.assertEqual(len(ids), 64)
+        self.assertEqual(self.a.delete(SB).status, 204)
+        self.assertError(self.a.delete(SB + "/session/" + ids[0]), 404, "not_found")
+        self.assertEqual(self.a.post(SB + "/session", {"id": ids[0]}).status, 200)
+
+
 class TestMounts(BridgeCase):
     def test_mount_unmount(self):
         self.assertError(self.a.post(SB + "/mount", {"bucket": "b", "mountPath": "rel"}),

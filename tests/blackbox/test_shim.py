@@ -166,6 +166,69 @@ class TestShimAuth(ShimTestCase):
         self.assertUnauthorized(*self.req("POST", "/health", token=None, body=""))
 
 
+    def raw(self, data, timeout=5):
+        """Send raw bytes, read until the shim closes."""
+        s = socket.create_connection(("127.0.0.1", self.shim.port), timeout=scaled(timeout))
+        s.sendall(data)
+        out = b""
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                out += b
+        except (socket.timeout, ConnectionResetError):
+            pass
+        s.close()
+        return out
+
+    def test_request_smuggled_after_a_bare_cr_is_refused(self):
+        # http_parser (not strict) takes any byte after the empty line's CR
+        # for its LF: to the agent these are two requests, the second one
+        # without a token; the shim must not pass it on.
+        for open_route in (b"GET /health", b"GET /v1/health"):
+            tok = b"" if open_route == b"GET /health" else \
+                b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+            data = self.raw(open_route + b" HTTP/1.1\r\nHost: x\r\n" + tok + b"\r*"
+                            b"GET /v1/processes HTTP/1.1\r\nHost: x\r\n"
+                            b"Connection: close\r\n\r\n")
+            self.assertEqual(data.count(b"HTTP/1.1 "), 1, data)
+            self.assertTrue(data.startswith(b"HTTP/1.1 400 "), data)
+            self.assertEqual(json.loads(data.split(b"\r\n\r\n", 1)[1])["code"], "bad_request")
+
+    def test_empty_lines_before_a_request_are_skipped(self):
+        # As http_parser (and RFC 9112 §2.2) skip them; not an empty head.
+        auth = b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+        get = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + auth
+        data = self.raw(get + b"\r\n" + b"\r\n\r\n\n" + get + b"Connection: close\r\n\r\n")
+        self.assertEqual(data.count(b"HTTP/1.1 200 "), 2, data)
+        self.assertEqual(data.count(b"HTTP/1.1 "), 2, data)
+
+    def test_head_refused_for_its_headers_has_no_body(self):
+        # Too many headers: the agent refuses before the head ends, and
+        # its 413 to a HEAD must have no body, directly and through the shim.
+        hdrs = b"".join(b"X-%d: v\r\n" % i for i in range(80))
+        req = b"HEAD /v1/health HTTP/1.1\r\nHost: x\r\n" + hdrs + b"\r\n"
+        tok = b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+        for data in (self.a.raw(req)[0],
+                     self.raw(req.replace(b"Host: x\r\n", b"Host: x\r\n" + tok))):
+            self.assertTrue(data.startswith(b"HTTP/1.1 413 "), data)
+            head, sep, rest = data.partition(b"\r\n\r\n")
+            self.assertEqual((sep, rest), (b"\r\n\r\n", b""), data)
+
+    def test_too_large_head_after_head_has_its_body(self):
+        # After a HEAD, a GET whose head is too large: its 431 has a body.
+        # The refusal's method is the refused request's, not the last one's.
+        h = b"HEAD /v1/health HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n"
+        data = self.raw(h + b"GET /v1/health HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n")
+        head, _, rest = data.partition(b"\r\n\r\n")
+        # The agent's answer to the HEAD (its status whatever it is), no body.
+        self.assertTrue(head.startswith(b"HTTP/1.1 "), data)
+        self.assertNotIn(b" 431 ", head.split(b"\r\n")[0])
+        self.assertTrue(rest.startswith(b"HTTP/1.1 431 "), data)
+        self.assertTrue(rest.endswith(b'"code":"head_too_large"}'), rest)
+
+
 class TestShimForwarding(ShimTestCase):
     def test_exec_json(self):
         status, _, body = self.req("POST", "/v1/exec", body={"argv": ["sh", "-c", "printf hi; exit 3"]})
@@ -374,6 +437,89 @@ class TestShimWebSocket(ShimTestCase):
         self.assertEqual(out, blob)
         s.close()
         self.assertNotIn(b"authorization", self.seen[0].lower())
+
+
+class TestShimHeaders(ShimTestCase):
+    """What the agent receives, seen by a fake backend on a unix socket that
+    records each request head and answers 200 with Connection: close."""
+
+    def setUp(self):
+        AgentTestCase.setUp(self)
+        import tempfile
+        self.tmp = tempfile.mkdtemp(prefix="tend-shim-hdr-")
+        os.chmod(self.tmp, 0o711)
+        self.path = os.path.join(self.tmp, "fake.sock")
+        self.srv = socket.socket(socket.AF_UNIX)
+        self.srv.bind(self.path)
+        os.chmod(self.path, 0o666)
+        self.srv.listen(8)
+        self.addCleanup(self.srv.close)
+        self.seen = []
+        threading.Thread(target=self.backend, daemon=True).start()
+        self.shim = self.start_shim(self.path, tmp=self.tmp)
+
+    def backend(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                b = c.recv(4096)
+                if not b:
+                    break
+                buf += b
+            self.seen.append(buf.split(b"\r\n\r\n", 1)[0])
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            c.close()
+
+    def headers_seen(self, headers, port=None):
+        """Status of a GET with these headers, and the head the backend got."""
+        n = len(self.seen)
+        status, _, body = self.req("GET", "/v1/x", headers=headers, token=None, port=port)
+        if status != 200:
+            return status, None
+        wait_for(lambda: len(self.seen) > n, 5, "backend saw the request")
+        lines = self.seen[-1].decode().split("\r\n")[1:]
+        return status, dict((k.lower(), v.strip()) for k, _, v in (x.partition(":") for x in lines))
+
+    def test_x_access_token_is_checked_and_removed(self):
+        status, h = self.headers_seen({"X-Access-Token": TOKEN})
+        self.assertEqual(status, 200)
+        self.assertNotIn("x-access-token", h)
+        self.assertNotIn("authorization", h)
+        self.assertEqual(self.headers_seen({"X-Access-Token": TOKEN + "x"})[0], 401)
+        self.assertEqual(self.headers_seen({"X-Access-Token": ""})[0], 401)
+        # "Bearer" run into the token is a token line without a token.
+        self.assertEqual(self.headers_seen({"X-Access-Token": TOKEN,
+                                            "Authorization": "Bearer" + TOKEN})[0], 401)
+        # Two token headers: both must carry it.
+        self.assertEqual(self.headers_seen({"X-Access-Token": TOKEN,
+                                            "Authorization": "Bearer wrong"})[0], 401)
+        status, h = self.headers_seen({"X-Access-Token": TOKEN,
+                                       "Authorization": "Bearer " + TOKEN})
+        self.assertEqual(status, 200)
+        self.assertNotIn("authorization", h)
+
+    def test_basic_authorization_goes_through_unchanged(self):
+        basic = "Basic " + base64.b64encode(b"user:").decode()
+        status, h = self.headers_seen({"X-Access-Token": TOKEN, "Authorization": basic})
+        self.assertEqual(status, 200)
+        self.assertEqual(h.get("authorization"), basic)
+        self.assertNotIn("x-access-token", h)
+        # Basic is the envd user, never the token.
+        self.assertEqual(self.headers_seen({"Authorization": "Basic " + TOKEN})[0], 401)
+
+    def test_no_auth_keeps_basic_and_needs_no_token(self):
+        shim = self.start_shim(self.path, tmp=self.tmp, token=None, extra=["--no-auth"])
+        basic = "Basic " + base64.b64encode(b"root:").decode()
+        status, h = self.headers_seen({"Authorization": basic}, port=shim.port)
+        self.assertEqual(status, 200)
+        self.assertEqual(h.get("authorization"), basic)
+        status, h = self.headers_seen({"X-Access-Token": "anything"}, port=shim.port)
+        self.assertEqual(status, 200)
+        self.assertNotIn("x-access-token", h)
 
 
 class TestShimProcess(AgentTestCase):

@@ -13,7 +13,7 @@
 #include <sys/un.h>
 
 #include <errno.h>
-#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +28,7 @@
 #define FUZZSRV_STALL		64	/* turns a write may wait for room */
 #define FUZZSRV_EOF_TURNS	20000	/* after shutdown, until the close */
 #define FUZZSRV_FREE_TURNS	1000	/* after close, until freed */
+#define FUZZSRV_MAXREQ		4096	/* requests whose method is kept */
 
 struct fuzzsrv_client {
 	int		 fd;
@@ -39,7 +40,7 @@ struct fuzzsrv_client {
 	 * read without its body: bit i of heads is request i's.
 	 */
 	http_parser	 reqp;
-	uint64_t	 heads;
+	uint64_t	 heads[FUZZSRV_MAXREQ / 64];
 	int		 nreq, nreplied;
 	bool		 wclosed;	/* the server stopped taking input */
 	bool		 upgraded;	/* after a 101: another protocol */
@@ -63,6 +64,11 @@ static void	fuzzsrv_drain(struct fuzzsrv_client *);
 static void	fuzzsrv_turn(struct fuzzsrv_client *);
 static void	fuzzsrv_write(struct fuzzsrv_client *, const uint8_t *, size_t);
 static int	fuzzsrv_cuts(size_t, const struct fuzzsrv_opts *, size_t *);
+static int	fuzzsrv_connect(int, const struct sockaddr *, socklen_t);
+static void	fuzzsrv_wait_freed(double);
+static void	fuzzsrv_wait_eof(struct fuzzsrv_client *,
+		    const struct fuzzsrv_opts *);
+static void	fuzzsrv_tick(struct ev_loop *, ev_timer *, int);
 
 static const http_parser_settings fuzzsrv_settings = {
 	.on_headers_complete = fuzzsrv_on_head,
@@ -88,20 +94,34 @@ fuzzsrv_socket_path(void)
 	return fuzzsrv_path;
 }
 
+/*
+ * The default loop: a target that runs processes needs its ev_child,
+ * which libev has on the default loop only.
+ */
 void
-fuzzsrv_start(const struct http_route *routes, void *ctx)
+fuzzsrv_init(const char *tmp)
 {
 	/* As the agent does: a vanished client is EPIPE, not a signal. */
 	signal(SIGPIPE, SIG_IGN);
-	snprintf(fuzzsrv_dir, sizeof(fuzzsrv_dir), "/tmp/tend-fuzz-XXXXXX");
+	snprintf(fuzzsrv_dir, sizeof(fuzzsrv_dir), "%s/tend-fuzz-XXXXXX",
+	    tmp != NULL ? tmp : "/tmp");
 	if (mkdtemp(fuzzsrv_dir) == NULL) {
 		perror("fuzzsrv: mkdtemp");
 		abort();
 	}
 	snprintf(fuzzsrv_path, sizeof(fuzzsrv_path), "%s/sock", fuzzsrv_dir);
 	atexit(fuzzsrv_cleanup);
-	if ((fuzzsrv_loop = ev_loop_new(EVFLAG_AUTO)) == NULL ||
-	    (fuzzsrv_srv = http_server_new(fuzzsrv_loop, fuzzsrv_path, routes,
+	if ((fuzzsrv_loop = ev_default_loop(EVFLAG_AUTO)) == NULL) {
+		perror("fuzzsrv: loop");
+		abort();
+	}
+}
+
+void
+fuzzsrv_start(const struct http_route *routes, void *ctx)
+{
+	fuzzsrv_init(NULL);
+	if ((fuzzsrv_srv = http_server_new(fuzzsrv_loop, fuzzsrv_path, routes,
 	    ctx, HTTP_MAX_CONNS)) == NULL) {
 		perror("fuzzsrv: listen");
 		abort();
@@ -141,8 +161,8 @@ fuzzsrv_on_req_head(http_parser *p)
 {
 	struct fuzzsrv_client	*cl = p->data;
 
-	if (cl->nreq < 64 && p->method == HTTP_HEAD)
-		cl->heads |= 1ULL << cl->nreq;
+	if (cl->nreq < FUZZSRV_MAXREQ && p->method == HTTP_HEAD)
+		cl->heads[cl->nreq / 64] |= 1ULL << cl->nreq % 64;
 	cl->nreq++;
 	return 0;
 }
@@ -157,7 +177,7 @@ fuzzsrv_on_head(http_parser *p)
 	if (p->status_code < 200)
 		return 0;
 	i = cl->nreplied++;
-	return i < 64 && (cl->heads >> i & 1) ? 1 : 0;
+	return i < FUZZSRV_MAXREQ && (cl->heads[i / 64] >> i % 64 & 1) ? 1 : 0;
 }
 
 static void
@@ -173,7 +193,8 @@ fuzzsrv_check(struct fuzzsrv_client *cl, const char *d, size_t n)
 	 * Once the client's own requests stop parsing, which replies are to
 	 * HEAD (and so have no body) is not known: only the start is checked.
 	 */
-	if (HTTP_PARSER_ERRNO(&cl->reqp) != HPE_OK && cl->received > 0)
+	if ((HTTP_PARSER_ERRNO(&cl->reqp) != HPE_OK ||
+	    cl->nreq > FUZZSRV_MAXREQ) && cl->received > 0)
 		return;
 	if (cl->received < sizeof(start) - 1) {
 		k = sizeof(start) - 1 - cl->received;
@@ -192,9 +213,11 @@ fuzzsrv_check(struct fuzzsrv_client *cl, const char *d, size_t n)
 	}
 	if (HTTP_PARSER_ERRNO(&cl->parser) != HPE_OK || done != n) {
 		snprintf(msg, sizeof(msg), "malformed response stream after "
-		    "%d responses: %s", cl->responses,
-		    http_errno_name(HTTP_PARSER_ERRNO(&cl->parser)));
-		fuzzsrv_fail(msg, d, n);
+		    "%d responses: %s at byte %zu of %zu", cl->responses,
+		    http_errno_name(HTTP_PARSER_ERRNO(&cl->parser)), done, n);
+		/* What led to the error, not the start of a long read. */
+		k = done > 1024 ? done - 1024 : 0;
+		fuzzsrv_fail(msg, d + k, n - k);
 	}
 }
 
@@ -264,6 +287,36 @@ fuzzsrv_write(struct fuzzsrv_client *cl, const uint8_t *d, size_t n)
 	fuzzsrv_turn(cl);
 }
 
+/*
+ * A TCP connect to a proxy in this thread completes in the kernel's
+ * backlog, with nothing of the loop needed; but a SYN that meets the
+ * proxy's TIME_WAIT of an earlier input's port is answered only by the
+ * retransmission a second later, and libFuzzer's SIGALRM (-timeout) may
+ * land in that wait.  So the connect is non-blocking and waited for.
+ */
+static int
+fuzzsrv_connect(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct pollfd	pfd = { .fd = fd, .events = POLLOUT };
+	socklen_t	elen = sizeof(int);
+	int		err = 0;
+
+	if (connect(fd, sa, len) == 0)
+		return 0;
+	if (errno != EINPROGRESS)
+		return -1;
+	while (poll(&pfd, 1, -1) == -1)
+		if (errno != EINTR)
+			return -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == -1)
+		return -1;
+	if (err != 0) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
 /* Cut points: cut[0] = 0 <= cut[1] <= ... <= cut[k] = n.  Returns k. */
 static int
 fuzzsrv_cuts(size_t n, const struct fuzzsrv_opts *o, size_t *cut)
@@ -300,16 +353,11 @@ fuzzsrv_exchange(const uint8_t *d, size_t n, const struct fuzzsrv_opts *o)
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	memcpy(sun.sun_path, fuzzsrv_path, strlen(fuzzsrv_path));
-	/*
-	 * Connected before it is made non-blocking: a TCP connect to a
-	 * proxy in this thread completes in the kernel's backlog.
-	 */
 	cl.fd = socket(o->to != NULL ? o->to->sa_family : AF_UNIX,
-	    SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (cl.fd == -1 || (o->to != NULL ?
-	    connect(cl.fd, o->to, o->tolen) :
-	    connect(cl.fd, (struct sockaddr *)&sun, sizeof(sun))) == -1 ||
-	    fcntl(cl.fd, F_SETFL, O_NONBLOCK) == -1) {
+	    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (cl.fd == -1 || fuzzsrv_connect(cl.fd, o->to != NULL ? o->to :
+	    (struct sockaddr *)&sun, o->to != NULL ? o->tolen :
+	    sizeof(sun)) == -1) {
 		perror("fuzzsrv: connect");
 		abort();
 	}
@@ -331,16 +379,13 @@ fuzzsrv_exchange(const uint8_t *d, size_t n, const struct fuzzsrv_opts *o)
 	 */
 	if (o->halfclose && !cl.eof) {
 		shutdown(cl.fd, SHUT_WR);
-		for (i = 0; !cl.eof; i++) {
-			if (i == FUZZSRV_EOF_TURNS)
-				fuzzsrv_fail("server did not close after the "
-				    "client's EOF", NULL, 0);
-			fuzzsrv_turn(&cl);
-		}
+		fuzzsrv_wait_eof(&cl, o);
 	}
 	close(cl.fd);
 
 	/* Whatever it was doing, the connection must now be freed. */
+	if (o->free_s > 0)
+		fuzzsrv_wait_freed(o->free_s);
 	for (i = 0; http_server_nconns(fuzzsrv_srv) > 0; i++) {
 		if (i == FUZZSRV_FREE_TURNS)
 			fuzzsrv_fail("connection not freed after the client "
@@ -348,4 +393,67 @@ fuzzsrv_exchange(const uint8_t *d, size_t n, const struct fuzzsrv_opts *o)
 		ev_run(fuzzsrv_loop, EVRUN_NOWAIT);
 	}
 	return cl.responses;
+}
+
+/*
+ * The server's close after the client's half-close: within
+ * FUZZSRV_EOF_TURNS turns, or o->free_s seconds of real time for a
+ * server that waits for children.
+ */
+static void
+fuzzsrv_wait_eof(struct fuzzsrv_client *cl, const struct fuzzsrv_opts *o)
+{
+	ev_timer	tick;
+	ev_tstamp	end;
+	int		i;
+
+	if (o->free_s <= 0) {
+		for (i = 0; !cl->eof; i++) {
+			if (i == FUZZSRV_EOF_TURNS)
+				fuzzsrv_fail("server did not close after the "
+				    "client's EOF", NULL, 0);
+			fuzzsrv_turn(cl);
+		}
+		return;
+	}
+	ev_timer_init(&tick, fuzzsrv_tick, 0.005, 0.005);
+	ev_timer_start(fuzzsrv_loop, &tick);
+	ev_now_update(fuzzsrv_loop);
+	end = ev_now(fuzzsrv_loop) + o->free_s;
+	while (!cl->eof) {
+		if (ev_now(fuzzsrv_loop) >= end)
+			fuzzsrv_fail("server did not close after the client's "
+			    "EOF", NULL, 0);
+		ev_run(fuzzsrv_loop, EVRUN_ONCE);
+		fuzzsrv_drain(cl);
+	}
+	ev_timer_stop(fuzzsrv_loop, &tick);
+}
+
+static void
+fuzzsrv_tick(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+/*
+ * Up to t seconds of real time for the server to free its connections
+ * (one that waits for a child it killed to be reaped needs some).
+ */
+static void
+fuzzsrv_wait_freed(double t)
+{
+	ev_timer	tick;
+	ev_tstamp	end;
+
+	ev_timer_init(&tick, fuzzsrv_tick, 0.005, 0.005);
+	ev_timer_start(fuzzsrv_loop, &tick);
+	ev_now_update(fuzzsrv_loop);
+	end = ev_now(fuzzsrv_loop) + t;
+	while (http_server_nconns(fuzzsrv_srv) > 0 &&
+	    ev_now(fuzzsrv_loop) < end)
+		ev_run(fuzzsrv_loop, EVRUN_ONCE);
+	ev_timer_stop(fuzzsrv_loop, &tick);
 }

@@ -23,6 +23,12 @@ struct fuzzsrv_opts {
 	bool		 halfclose;	/* shutdown(SHUT_WR), read to EOF */
 	int		 want;		/* responses that end the wait; 0: none */
 	int		 spins;		/* loop turns to wait for replies */
+	/*
+	 * s of real time the server may take to close after a half-close
+	 * and to free the connection (one that waits for children); 0:
+	 * loop turns, as for a server that never waits.
+	 */
+	double		 free_s;
 	/* Connect here instead of the server's unix socket (a proxy). */
 	const struct sockaddr	*to;
 	socklen_t		 tolen;
@@ -33,7 +39,13 @@ extern struct http_server	*fuzzsrv_srv;
 
 /* The server's unix socket, for a proxy in front of it. */
 const char *fuzzsrv_socket_path(void);
-/* Listen with these routes; aborts on failure (before any input). */
+/*
+ * The loop and the socket's directory (in tmp, NULL: /tmp), for a target
+ * that makes its own server on fuzzsrv_socket_path() and sets
+ * fuzzsrv_srv; aborts on failure.
+ */
+void	fuzzsrv_init(const char *tmp);
+/* fuzzsrv_init, then listen with these routes; aborts on failure. */
 void	fuzzsrv_start(const struct http_route *, void *ctx);
 /*
  * Send d as one client, check what comes back is a well-formed sequence
