@@ -109,6 +109,9 @@ def bench(agent, env):
     print("e2b bench: %d MB files.write %.0f ms, files.read %.0f ms through the SDK; "
           "cat to a file (and sync) %.0f ms, cat to /dev/null %.0f ms"
           % (fs["mb"], fs["write"], fs["read"], fs["catWrite"], fs["catRead"]))
+    # One line for scripts/bench's table.
+    print("e2b bench json: " + json.dumps({"n": n, "sdkP50": sdk["p50"], "execP50": p50,
+                                           "files": fs}))
     return 0
 
 
