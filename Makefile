@@ -291,7 +291,7 @@ FUZZ_SECONDS	?= 30
 FUZZ_TARGETS	:= codec http json shim bridge multipart
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
-FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lm
+FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lz -lm
 FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o) build-fuzz/gen/openapi.o
 
 .PHONY: fuzz fuzz-replay fuzz-ci

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <zlib.h>
+
 #include "api_bridge.h"
 #include "api_files.h"
 #include "api_output.h"
@@ -26,10 +28,9 @@
 #include "util.h"
 
 /* The generated document and page (scripts/openapi, the Makefile). */
-extern const char	tend_openapi_json[];
-extern const size_t	tend_openapi_json_len;
-extern const char	tend_openapi_html[];
-extern const size_t	tend_openapi_html_len;
+extern const unsigned char	tend_openapi_json[], tend_openapi_html[];
+extern const size_t		tend_openapi_json_zlen, tend_openapi_html_zlen;
+extern const size_t		tend_openapi_json_len, tend_openapi_html_len;
 
 /* A DELETE waiting for every process and terminal of the boot to end. */
 struct api_sandbox_del {
@@ -479,18 +480,43 @@ api_sandbox_unmount(struct http_conn *c, struct http_req *r)
 /* ------------------------------------------------------------------ */
 /* The OpenAPI document and its page */
 
+/*
+ * An embedded document, inflated for the reply (it is stored compressed
+ * so that an agent that is never asked for it does not hold it): len
+ * bytes from zlen.  500 internal if it does not inflate to that size.
+ */
+static void
+api_sandbox_doc(struct http_conn *c, const char *ctype,
+    const unsigned char *z, size_t zlen, size_t len)
+{
+	struct api_err	 e;
+	uLongf		 n = len;
+	char		*s;
+
+	if ((s = malloc(len)) == NULL || uncompress((Bytef *)s, &n, z,
+	    zlen) != Z_OK || n != len) {
+		free(s);
+		api_err_set(&e, 500, "internal", NULL, "the embedded document "
+		    "does not inflate");
+		api_reply_err(c, &e);
+		return;
+	}
+	http_reply(c, 200, ctype, s, len);
+	free(s);
+}
+
 static void
 api_sandbox_openapi(struct http_conn *c, struct http_req *r)
 {
 	(void)r;
-	http_reply(c, 200, "application/json", tend_openapi_json,
-	    tend_openapi_json_len);
+	api_sandbox_doc(c, "application/json", tend_openapi_json,
+	    tend_openapi_json_zlen, tend_openapi_json_len);
 }
 
 static void
 api_sandbox_page(struct http_conn *c, struct http_req *r)
 {
 	(void)r;
-	http_reply(c, 200, "text/html; charset=utf-8", tend_openapi_html,
-	    tend_openapi_html_len);
+	api_sandbox_doc(c, "text/html; charset=utf-8", tend_openapi_html,
+	    tend_openapi_html_zlen, tend_openapi_html_len);
 }

@@ -316,6 +316,21 @@ class TestOpenAPI(BridgeCase):
         self.assertEqual(missing, [])
         self.assertIn("/v1/sandbox/{id}/exec", doc["paths"])
 
+    def test_documents_byte_exact(self):
+        # Stored compressed in the binary, inflated per request: what is
+        # served is what scripts/openapi made, byte for byte, every time.
+        build = os.path.dirname(TEND_BIN)
+        for name in ("openapi.json", "openapi.html"):
+            path = os.path.join(build, name)
+            if not os.path.exists(path):
+                self.skipTest("no %s beside the binary" % path)
+            with open(path, "rb") as f:
+                want = f.read()
+            for _ in range(2):
+                r = self.a.get("/v1/" + name)
+                self.assertEqual(r.status, 200)
+                self.assertEqual(r.body, want, name)
+
     def test_html_page(self):
         r = self.a.get("/v1/openapi.html")
         self.assertEqual(r.status, 200)
