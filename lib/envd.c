@@ -320,27 +320,61 @@ envd_env_free(char **v)
 /* ------------------------------------------------------------------ */
 /* POST /init */
 
-/* envVars: bounded in entries and bytes, as they stay in memory. */
+/* The bytes an entry of envVars holds against ENVD_INIT_ENV_BYTES. */
+static size_t
+envd_var_bytes(const cJSON *el)
+{
+	return strlen(el->string) + strlen(el->valuestring);
+}
+
+/*
+ * envVars: bounded in entries and bytes in all, those kept included, as
+ * they stay in memory.  A name kept already counts once, its new value
+ * instead of the old: a client re-sending its whole set is not refused.
+ */
 static int
 envd_init_vars(const struct envd *d, const cJSON *vars, struct envd_err *e)
 {
-	const cJSON	*el;
-	size_t		 bytes = 0;
-	int		 n = cJSON_GetArraySize(d->vars);
+	const cJSON	*el, *old;
+	size_t		 bytes = d->vars_bytes;
+	int		 n = d->nvars;
 
 	if (envd_env_check(vars, "envVars", e) == -1)
 		return -1;
 	cJSON_ArrayForEach(el, vars) {
-		bytes += strlen(el->string) + strlen(el->valuestring);
+		if ((old = cJSON_GetObjectItemCaseSensitive(d->vars,
+		    el->string)) != NULL) {
+			bytes -= envd_var_bytes(old);
+			n--;
+		}
+		bytes += envd_var_bytes(el);
 		n++;
 	}
 	if (n > ENVD_INIT_ENV_MAX || bytes > ENVD_INIT_ENV_BYTES) {
 		envd_err_set(e, "invalid_argument", "envVars: at most %d "
-		    "entries and %d bytes", ENVD_INIT_ENV_MAX,
+		    "entries and %d bytes in all", ENVD_INIT_ENV_MAX,
 		    ENVD_INIT_ENV_BYTES);
 		return -1;
 	}
 	return 0;
+}
+
+/* name=value into the vars, replacing one of the name; counted. */
+static void
+envd_var_set(struct envd *d, const char *name, const char *value)
+{
+	cJSON	*old, *el;
+
+	if ((old = cJSON_DetachItemFromObjectCaseSensitive(d->vars,
+	    name)) != NULL) {
+		d->vars_bytes -= envd_var_bytes(old);
+		d->nvars--;
+		cJSON_Delete(old);
+	}
+	if ((el = cJSON_AddStringToObject(d->vars, name, value)) != NULL) {
+		d->vars_bytes += envd_var_bytes(el);
+		d->nvars++;
+	}
 }
 
 /* A string field, or NULL; -1 when it is there and not a string. */
@@ -385,10 +419,8 @@ envd_apply_init(struct envd *d, const cJSON *j, struct envd_err *e)
 		envd_err_set(e, "resource_exhausted", "out of memory");
 		return -1;
 	}
-	cJSON_ArrayForEach(el, vars) {
-		cJSON_DeleteItemFromObjectCaseSensitive(d->vars, el->string);
-		cJSON_AddStringToObject(d->vars, el->string, el->valuestring);
-	}
+	cJSON_ArrayForEach(el, vars)
+		envd_var_set(d, el->string, el->valuestring);
 	if (user != NULL && user[0] != '\0')
 		(void)snprintf(d->user, sizeof(d->user), "%s", user);
 	if (nwd != NULL) {

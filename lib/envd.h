@@ -21,6 +21,8 @@ struct envd {
 	char		 user[USER_NAME_MAX];	/* default user */
 	char		*workdir;	/* /init's defaultWorkdir, or NULL */
 	cJSON		*vars;		/* /init's envVars: name -> value */
+	size_t		 vars_bytes;	/* their names' and values' bytes */
+	int		 nvars;		/* their entries */
 	char		*path;		/* PATH=..., the agent's, for children */
 };
 

@@ -525,6 +525,41 @@ class TestUserAndInit(EnvdCase):
         self.assertConnectError(r, 400, "invalid_argument")
         self.assertEqual(output(self.run_stream(sh('echo "$A"'))), b"1\n")
 
+    def init_vars(self, vars):
+        return self.a.post("/init", json.dumps({"envVars": vars}).encode(),
+                           timeout=scaled(10))
+
+    def test_init_bytes_bounded_in_all_across_calls(self):
+        # One name replaced again and again with a big value is taken;
+        # big values under new names are refused once the total is spent
+        # (before: each call was bounded alone, and 40 calls kept 5.6 MB).
+        # A value to exec stays under the kernel's 128 KiB for one string.
+        big = 120 * 1024
+        for i in range(10):
+            r = self.init_vars({"BIG": "%d" % i + "x" * big})
+            self.assertEqual(r.status, 204, r)
+        rss = self.a.rss_kib()
+        refused = 0
+        for i in range(40):
+            r = self.init_vars({"NEW%d" % i: "y" * 140 * 1024})
+            refused += r.status == 400 and r.json["code"] == "invalid_argument"
+        self.assertEqual(refused, 40)
+        self.assertLess(self.a.rss_kib() - rss, 3 * 1024)
+        self.assertEqual(output(self.run_stream(sh('echo "${#BIG} ${NEW0-none}"'))),
+                         b"%d none\n" % (big + 1))
+
+    def test_init_resent_set_is_taken_and_starts_still_run(self):
+        # The SDK re-sends its envVars: a name kept counts once.  At most
+        # 4092 in all, so that PATH, HOME, USER and LOGNAME still fit.
+        vars = {"V%d" % i: "%d" % i for i in range(4092)}
+        for _ in range(2):
+            r = self.init_vars(vars)
+            self.assertEqual(r.status, 204, r)
+        r = self.init_vars({"ONE_MORE": "x"})
+        self.assertConnectError(r, 400, "invalid_argument")
+        fr = self.run_stream(sh('echo "$V4091 $USER"'))
+        self.assertEqual(output(fr), b"4091 root\n")
+
     def test_envd_user_option(self):
         a = self.agent(extra=["--envd-user", "nobody"])
         m = sh("id -un; pwd")
