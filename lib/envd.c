@@ -478,9 +478,13 @@ envd_parse(const char *d, size_t n, struct envd_err *e)
 cJSON *
 envd_unary_body(struct http_req *r, struct envd_err *e)
 {
-	if (r->body.len == 0)
-		return cJSON_CreateObject();
-	return envd_parse(r->body.data, r->body.len, e);
+	cJSON	*j;
+
+	if (r->body.len > 0)
+		return envd_parse(r->body.data, r->body.len, e);
+	if ((j = cJSON_CreateObject()) == NULL)
+		envd_err_set(e, "resource_exhausted", "out of memory");
+	return j;
 }
 
 cJSON *

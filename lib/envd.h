@@ -102,7 +102,7 @@ void	envd_reply_err(struct http_conn *, const struct envd_err *);
 void	envd_reply(struct http_conn *, cJSON *);
 /*
  * A unary request's message: the body as a JSON object ("" reads as
- * {}).  NULL with invalid_argument.
+ * {}).  NULL with invalid_argument or resource_exhausted.
  */
 cJSON	*envd_unary_body(struct http_req *, struct envd_err *);
 /*

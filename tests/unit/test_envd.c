@@ -244,6 +244,34 @@ START_TEST(init_entries_in_all)
 }
 END_TEST
 
+static void *
+no_malloc(size_t n)
+{
+	(void)n;
+	return NULL;
+}
+
+/* An empty unary body is {}; memory short for it is resource_exhausted. */
+START_TEST(unary_body_out_of_memory)
+{
+	cJSON_Hooks	 fail = { no_malloc, free }, dflt = { NULL, NULL };
+	struct http_req	 r;
+	struct envd_err	 e = { NULL, "" };
+	cJSON		*j;
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_ptr_nonnull(j = envd_unary_body(&r, &e));
+	ck_assert(cJSON_IsObject(j));
+	cJSON_Delete(j);
+	cJSON_InitHooks(&fail);
+	j = envd_unary_body(&r, &e);
+	cJSON_InitHooks(&dflt);
+	ck_assert_ptr_null(j);
+	ck_assert_ptr_nonnull(e.code);
+	ck_assert_str_eq(e.code, "resource_exhausted");
+}
+END_TEST
+
 START_TEST(users)
 {
 	struct envd_err		e;
@@ -275,6 +303,7 @@ envd_suite(void)
 	tcase_add_test(tc, init_refused_whole);
 	tcase_add_test(tc, init_bytes_in_all);
 	tcase_add_test(tc, init_entries_in_all);
+	tcase_add_test(tc, unary_body_out_of_memory);
 	tcase_add_test(tc, users);
 	suite_add_tcase(s, tc);
 	return s;
