@@ -88,13 +88,17 @@ int
 envd_user_lookup(const char *name, struct envd_user *u, struct envd_err *e)
 {
 	struct user_id	id;
+	int		saved;
 
 	/* "uid:gid" is tend's spelling, not a name envd would look up. */
+	errno = EINVAL;
 	if (name[0] == '\0' || strchr(name, ':') != NULL ||
 	    (user_parse(NULL, name, &id) == -1 && (errno != ENOENT ||
 	    strcmp(name, "root") != 0 || envd_user_root(&id) == -1))) {
+		saved = errno;
 		envd_err_set(e, "unauthenticated", "invalid username: '%.64s'",
 		    name);
+		errno = saved;
 		return -1;
 	}
 	u->uid = id.uid;

@@ -59,7 +59,8 @@ int	envd_request_user(const struct envd *, struct http_req *,
 	    struct envd_user *, struct envd_err *);
 /*
  * name (a name or a uid) as an account; "root" is uid 0 even without a
- * passwd entry.  -1 with unauthenticated.
+ * passwd entry.  -1 with unauthenticated, errno EINVAL (not a name or
+ * uid), ENOENT (no such user) or what reading the file said.
  */
 int	envd_user_lookup(const char *name, struct envd_user *,
 	    struct envd_err *);

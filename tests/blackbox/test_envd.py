@@ -9,7 +9,7 @@ import struct
 import time
 import unittest
 
-from harness import AgentTestCase, ResponseReader, poll, scaled
+from harness import TEND_BIN, Agent, AgentTestCase, ResponseReader, poll, scaled
 
 CT = "application/connect+json"
 
@@ -98,6 +98,18 @@ def events(frames):
 def output(frames, key="stdout"):
     return b"".join(base64.b64decode(v[key]) for k, v in events(frames)
                     if k == "data" and key in v)
+
+
+class NoEtcAgent(Agent):
+    """An agent whose mount namespace has an empty tmpfs over /etc: an
+    image without /etc/passwd.  sh mounts it, then execs the agent, which
+    stays PID 1."""
+
+    def argv(self):
+        cmd = super().argv()
+        i = cmd.index(TEND_BIN)
+        return cmd[:i] + ["/bin/sh", "-c", 'mount -t tmpfs none /etc && exec "$@"',
+                          "sh"] + cmd[i:]
 
 
 class EnvdCase(AgentTestCase):
@@ -559,6 +571,19 @@ class TestUserAndInit(EnvdCase):
         self.assertConnectError(r, 400, "invalid_argument")
         fr = self.run_stream(sh('echo "$V4091 $USER"'))
         self.assertEqual(output(fr), b"4091 root\n")
+
+    def test_envd_user_root_without_passwd(self):
+        # root needs no passwd entry, for --envd-user as for a request.
+        a = NoEtcAgent(extra=["--envd-user", "root"], start=False)
+        self.addCleanup(a.close)
+        a.start().wait_healthy()
+        st = Stream(a, "Start", sh('echo "$USER $HOME"; test -e /etc/passwd || echo none'))
+        self.addCleanup(st.close)
+        self.assertEqual(output(st.frames()), b"root /root\nnone\n")
+        b = NoEtcAgent(extra=["--envd-user", "nobody"])
+        self.addCleanup(b.close)
+        self.assertEqual(b.wait_exit(), 2)
+        self.assertIn("--envd-user: 'nobody': no such user", b.log_text())
 
     def test_envd_user_option(self):
         a = self.agent(extra=["--envd-user", "nobody"])
