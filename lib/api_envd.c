@@ -700,14 +700,9 @@ api_envd_launch_opts(struct api *a, struct http_req *r, const cJSON *j,
 		    "string");
 		return -1;
 	}
-	if (connect_timeout_ms(http_header(r, "Connect-Timeout-Ms"),
-	    &l->timeout_ms) == -1) {
-		envd_err_set(e, "invalid_argument", "Connect-Timeout-Ms: "
-		    "1 to %d digits", CONNECT_TIMEOUT_DIGITS);
-		return -1;
-	}
 	l->envs = connect_field(proc, "envs");
-	if (api_envd_argv(proc, l, e) == -1 ||
+	if (envd_timeout(r, &l->timeout_ms, e) == -1 ||
+	    api_envd_argv(proc, l, e) == -1 ||
 	    envd_path(a->envd, &l->u, cwd != NULL ? cwd->valuestring : "",
 	    true, l->cwd, sizeof(l->cwd), e) == -1 ||
 	    (l->env = envd_environ(a->envd, &l->u, l->envs, e)) == NULL)
@@ -889,19 +884,15 @@ api_envd_connect(struct http_conn *c, struct http_req *r)
 {
 	struct envd_target	 t;
 	struct envd_err		 e;
-	uint64_t		 ms = 0;
+	uint64_t		 ms;
 	cJSON			*j;
 
 	if ((j = envd_stream_body(r, &e)) == NULL) {
 		envd_stream_fail(c, &e);
 		return;
 	}
-	if (connect_timeout_ms(http_header(r, "Connect-Timeout-Ms"),
-	    &ms) == -1) {
-		envd_err_set(&e, "invalid_argument", "Connect-Timeout-Ms: "
-		    "1 to %d digits", CONNECT_TIMEOUT_DIGITS);
-		envd_stream_fail(c, &e);
-	} else if (api_envd_select(api_of(c), j, &t, &e) == -1)
+	if (envd_timeout(r, &ms, &e) == -1 ||
+	    api_envd_select(api_of(c), j, &t, &e) == -1)
 		envd_stream_fail(c, &e);
 	else if (api_envd_ended(&t))
 		api_envd_connect_ended(c, &t);

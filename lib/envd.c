@@ -559,6 +559,19 @@ envd_keepalive(struct http_req *r)
 	return s > ENVD_KEEPALIVE_MAX ? ENVD_KEEPALIVE_MAX : (double)s;
 }
 
+int
+envd_timeout(struct http_req *r, uint64_t *ms, struct envd_err *e)
+{
+	*ms = 0;
+	if (connect_timeout_ms(http_header(r, "Connect-Timeout-Ms"), ms) ==
+	    -1) {
+		envd_err_set(e, "invalid_argument", "Connect-Timeout-Ms: 1 to "
+		    "%d digits", CONNECT_TIMEOUT_DIGITS);
+		return -1;
+	}
+	return 0;
+}
+
 void
 envd_unimplemented(struct http_conn *c, struct http_req *r)
 {

@@ -125,6 +125,11 @@ void	envd_stream_fail(struct http_conn *, const struct envd_err *);
  * absent or malformed, at most ENVD_KEEPALIVE_MAX).
  */
 double	envd_keepalive(struct http_req *);
+/*
+ * Connect-Timeout-Ms into *ms (0 when absent): 0, or -1 with
+ * invalid_argument when it is not 1 to CONNECT_TIMEOUT_DIGITS digits.
+ */
+int	envd_timeout(struct http_req *, uint64_t *ms, struct envd_err *);
 
 /* Unknown RPCs of an envd service: unimplemented, as Connect says. */
 void	envd_unimplemented(struct http_conn *, struct http_req *);

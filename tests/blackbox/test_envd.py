@@ -324,6 +324,16 @@ class TestErrorCodes(EnvdCase):
         fr = self.run_stream(sh("true"), headers={"Connect-Timeout-Ms": "12345678901"})
         self.assertEnded(fr, "invalid_argument")
 
+    def test_connect_timeout_malformed_one_message(self):
+        # Start's and Connect's, from one parser (envd_timeout).
+        self.start_sleeper("ct")
+        for h in ("12345678901", "-1", "1.5", "abc"):
+            for rpc, m in (("Start", sh("echo never")), ("Connect", {"process": {"tag": "ct"}})):
+                fr = self.run_stream(m, rpc=rpc, headers={"Connect-Timeout-Ms": h})
+                self.assertEqual(len(fr), 1, (rpc, h, fr))
+                e = self.assertEnded(fr, "invalid_argument")
+                self.assertEqual(e["error"]["message"], "Connect-Timeout-Ms: 1 to 10 digits")
+
     def test_already_exists_for_a_taken_tag(self):
         self.start_sleeper("taken")
         fr = self.run_stream(sh("echo never", tag="taken"))
