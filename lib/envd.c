@@ -22,6 +22,7 @@
 #include "connect.h"
 #include "envd.h"
 #include "user.h"
+#include "util.h"
 
 /* What a child gets when the agent itself has no PATH. */
 #define ENVD_PATH_DEFAULT \
@@ -580,4 +581,81 @@ envd_unimplemented(struct http_conn *c, struct http_req *r)
 	envd_err_set(&e, "unimplemented", "%.128s is not implemented",
 	    r->path);
 	envd_reply_err(c, &e);
+}
+
+/* ------------------------------------------------------------------ */
+/* A stream's timers */
+
+static void
+envd_timers_keep(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct envd_timers	*t = container_of(w, struct envd_timers, keep);
+
+	(void)loop;
+	(void)revents;
+	(void)envd_stream_msg(t->c, t->ping);	/* -1: closed, t freed */
+}
+
+/* The stream's own deadline: it ends; what it reads from goes on. */
+static void
+envd_timers_deadline(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct envd_timers	*t = container_of(w, struct envd_timers,
+				    deadline);
+	struct envd_err		 e;
+
+	(void)loop;
+	(void)revents;
+	envd_err_set(&e, "deadline_exceeded", "the stream's deadline "
+	    "(Connect-Timeout-Ms) passed");
+	envd_stream_finish(t, &e);
+}
+
+void
+envd_timers_init(struct envd_timers *t, struct ev_loop *loop,
+    struct http_conn *c, struct http_req *r, const char *ping,
+    void (*release)(void *), void *owner)
+{
+	double	keep = envd_keepalive(r);
+
+	ev_timer_init(&t->keep, envd_timers_keep, keep, keep);
+	ev_timer_init(&t->deadline, envd_timers_deadline, 0., 0.);
+	t->loop = loop;
+	t->c = c;
+	t->ping = ping;
+	t->release = release;
+	t->owner = owner;
+}
+
+void
+envd_timers_start(struct envd_timers *t, uint64_t deadline_ms)
+{
+	ev_timer_again(t->loop, &t->keep);
+	if (deadline_ms > 0) {
+		ev_timer_set(&t->deadline, deadline_ms / 1000.0, 0.);
+		ev_timer_start(t->loop, &t->deadline);
+	}
+}
+
+void
+envd_timers_touch(struct envd_timers *t)
+{
+	ev_timer_again(t->loop, &t->keep);
+}
+
+void
+envd_timers_stop(struct envd_timers *t)
+{
+	ev_timer_stop(t->loop, &t->keep);
+	ev_timer_stop(t->loop, &t->deadline);
+}
+
+void
+envd_stream_finish(struct envd_timers *t, const struct envd_err *e)
+{
+	struct http_conn	*c = t->c;
+
+	http_conn_own(c, NULL, NULL, NULL);
+	t->release(t->owner);
+	envd_stream_end(c, e);
 }

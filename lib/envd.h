@@ -131,6 +131,38 @@ double	envd_keepalive(struct http_req *);
  */
 int	envd_timeout(struct http_req *, uint64_t *ms, struct envd_err *);
 
+/*
+ * A server stream's timers, inside the struct that owns the stream: a
+ * keepalive message (ping) after Keepalive-Ping-Interval seconds without
+ * one, and the stream's own deadline (Connect-Timeout-Ms), at which it
+ * ends with deadline_exceeded.  release frees the owner (its timers
+ * stopped with envd_timers_stop): at envd_stream_finish, and so at the
+ * deadline.
+ */
+struct envd_timers {
+	ev_timer	  keep;
+	ev_timer	  deadline;
+	struct ev_loop	 *loop;
+	struct http_conn *c;
+	const char	 *ping;		/* the keepalive message, static */
+	void		(*release)(void *);
+	void		 *owner;
+};
+
+void	envd_timers_init(struct envd_timers *, struct ev_loop *,
+	    struct http_conn *, struct http_req *, const char *ping,
+	    void (*release)(void *), void *owner);
+/* After the stream's first message; deadline_ms 0: none. */
+void	envd_timers_start(struct envd_timers *, uint64_t deadline_ms);
+/* A message went out: the keepalive waits a whole interval again. */
+void	envd_timers_touch(struct envd_timers *);
+void	envd_timers_stop(struct envd_timers *);
+/*
+ * The stream is over: the connection disowned, the owner released, the
+ * end-stream frame (e NULL: {}) and the response's end.
+ */
+void	envd_stream_finish(struct envd_timers *, const struct envd_err *);
+
 /* Unknown RPCs of an envd service: unimplemented, as Connect says. */
 void	envd_unimplemented(struct http_conn *, struct http_req *);
 

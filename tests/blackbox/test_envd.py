@@ -445,7 +445,10 @@ class TestProcesses(EnvdCase):
         st.frame()
         fr = self.run_stream({"process": {"tag": "ct"}}, rpc="Connect",
                              headers={"Connect-Timeout-Ms": "300"})
-        self.assertEnded(fr, "deadline_exceeded")
+        m = self.assertEnded(fr, "deadline_exceeded")
+        # The wording of every envd stream's deadline (WatchDir's too).
+        self.assertEqual(m["error"]["message"],
+                         "the stream's deadline (Connect-Timeout-Ms) passed")
         self.assertEqual(self.a.get("/v1/processes/ct").json["state"], "running")
 
     def test_sigkill_reaches_the_group(self):
