@@ -9,7 +9,7 @@ import struct
 import time
 import unittest
 
-from harness import TEND_BIN, Agent, AgentTestCase, ResponseReader, poll, scaled
+from harness import SLOW, TEND_BIN, Agent, AgentTestCase, ResponseReader, poll, scaled
 
 CT = "application/connect+json"
 
@@ -569,7 +569,8 @@ class TestUserAndInit(EnvdCase):
             r = self.init_vars({"NEW%d" % i: "y" * 140 * 1024})
             refused += r.status == 400 and r.json["code"] == "invalid_argument"
         self.assertEqual(refused, 40)
-        self.assertLess(self.a.rss_kib() - rss, 3 * 1024)
+        if not SLOW:        # ASan's quarantine keeps the freed bodies
+            self.assertLess(self.a.rss_kib() - rss, 3 * 1024)
         self.assertEqual(output(self.run_stream(sh('echo "${#BIG} ${NEW0-none}"'))),
                          b"%d none\n" % (big + 1))
 
