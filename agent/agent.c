@@ -251,7 +251,9 @@ agent_defaults(void)
 static void
 agent_option(int ch, const char *arg)
 {
-	struct user_id	u;
+	struct user_id		u;
+	struct envd_user	eu;
+	struct envd_err		ee;
 
 	switch (ch) {
 	case 'S':
@@ -322,8 +324,8 @@ agent_option(int ch, const char *arg)
 		opt.default_user = arg;
 		break;
 	case 'e':
-		errno = EINVAL;
-		if (strchr(arg, ':') != NULL || user_parse(NULL, arg, &u) == -1) {
+		/* As a request's user is: root needs no passwd entry. */
+		if (envd_user_lookup(arg, &eu, &ee) == -1) {
 			fprintf(stderr, "tend agent: --envd-user: '%s': %s\n",
 			    arg, errno == ENOENT ? "no such user" :
 			    "must be a user name or uid");

@@ -38,9 +38,7 @@ struct envd_stream {
 	struct http_conn	*c;
 	struct api		*api;
 	struct follow		*f;
-	ev_timer		 keep;		/* a keepalive after silence */
-	ev_timer		 deadline;	/* Connect: the stream's own */
-	struct ev_loop		*loop;
+	struct envd_timers	 tm;	/* a deadline: Connect's own */
 	bool			 pty;
 };
 
@@ -355,30 +353,20 @@ api_envd_start_msg(struct http_conn *c, pid_t pid)
 /* Streams */
 
 static void
-api_envd_stream_free(struct envd_stream *st)
+api_envd_stream_free(void *owner)
 {
+	struct envd_stream	*st = owner;
+
 	follow_free(st->f);
-	ev_timer_stop(st->loop, &st->keep);
-	ev_timer_stop(st->loop, &st->deadline);
+	envd_timers_stop(&st->tm);
 	st->api->followers--;
 	free(st);
-}
-
-/* The stream is over: its end-stream frame (e NULL: {}), and the end. */
-static void
-api_envd_stream_finish(struct envd_stream *st, const struct envd_err *e)
-{
-	struct http_conn	*c = st->c;
-
-	http_conn_own(c, NULL, NULL, NULL);
-	api_envd_stream_free(st);
-	envd_stream_end(c, e);
 }
 
 static int
 api_envd_send(struct envd_stream *st, const char *json)
 {
-	ev_timer_again(st->loop, &st->keep);
+	envd_timers_touch(&st->tm);
 	return envd_stream_msg(st->c, json);
 }
 
@@ -424,7 +412,7 @@ api_envd_end(void *ctx, enum follow_why why, const char *cursor)
 	(void)cursor;
 	if (why == FOLLOW_GONE || (t.p == NULL && t.t == NULL)) {
 		envd_err_set(&e, "not_found", "the process was removed");
-		api_envd_stream_finish(st, &e);
+		envd_stream_finish(&st->tm, &e);
 		return;
 	}
 	if ((s = api_envd_end_json(&t, &timed_out)) == NULL ||
@@ -436,7 +424,7 @@ api_envd_end(void *ctx, enum follow_why why, const char *cursor)
 	free(s);
 	envd_err_set(&e, "deadline_exceeded", "the process's lifetime "
 	    "(Connect-Timeout-Ms) ran out: killed");
-	api_envd_stream_finish(st, timed_out ? &e : NULL);
+	envd_stream_finish(&st->tm, timed_out ? &e : NULL);
 }
 
 static size_t
@@ -468,31 +456,6 @@ api_envd_closed(struct http_conn *c, void *owner)
 {
 	(void)c;
 	api_envd_stream_free(owner);
-}
-
-static void
-api_envd_keep_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct envd_stream	*st = container_of(w, struct envd_stream, keep);
-
-	(void)loop;
-	(void)revents;
-	(void)api_envd_send(st, "{\"event\":{\"keepalive\":{}}}");
-}
-
-/* Connect's own deadline: the stream ends, the process does not. */
-static void
-api_envd_deadline_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct envd_stream	*st = container_of(w, struct envd_stream,
-				    deadline);
-	struct envd_err		 e;
-
-	(void)loop;
-	(void)revents;
-	envd_err_set(&e, "deadline_exceeded", "the stream's "
-	    "Connect-Timeout-Ms ran out");
-	api_envd_stream_finish(st, &e);
 }
 
 /* A follow of t's record: from its start (replay), or from now. */
@@ -545,7 +508,6 @@ api_envd_stream(struct http_conn *c, struct http_req *r,
 	struct api		*a = api_of(c);
 	struct envd_stream	*st;
 	struct envd_err		 e;
-	double			 keep = envd_keepalive(r);
 
 	if ((st = calloc(1, sizeof(*st))) == NULL) {
 		envd_err_set(&e, "resource_exhausted", "out of memory");
@@ -559,19 +521,15 @@ api_envd_stream(struct http_conn *c, struct http_req *r,
 	}
 	st->c = c;
 	st->api = a;
-	st->loop = proctab_loop(a->tab);
 	st->pty = t->t != NULL;
 	a->followers++;
-	ev_timer_init(&st->keep, api_envd_keep_cb, keep, keep);
-	ev_timer_init(&st->deadline, api_envd_deadline_cb,
-	    deadline_ms / 1000.0, 0.);
+	envd_timers_init(&st->tm, proctab_loop(a->tab), c, r,
+	    "{\"event\":{\"keepalive\":{}}}", api_envd_stream_free, st);
 	http_conn_own(c, st, api_envd_drained, api_envd_closed);
 	if (envd_stream_begin(c) == -1 || api_envd_start_msg(c, t->p != NULL ?
 	    proc_pid(t->p) : term_pid(t->t)) == -1)
 		return;		/* api_envd_closed frees it */
-	ev_timer_again(st->loop, &st->keep);
-	if (deadline_ms > 0)
-		ev_timer_start(st->loop, &st->deadline);
+	envd_timers_start(&st->tm, deadline_ms);
 	follow_start(st->f, &api_envd_sink, st);
 }
 
@@ -700,14 +658,9 @@ api_envd_launch_opts(struct api *a, struct http_req *r, const cJSON *j,
 		    "string");
 		return -1;
 	}
-	if (connect_timeout_ms(http_header(r, "Connect-Timeout-Ms"),
-	    &l->timeout_ms) == -1) {
-		envd_err_set(e, "invalid_argument", "Connect-Timeout-Ms: "
-		    "1 to %d digits", CONNECT_TIMEOUT_DIGITS);
-		return -1;
-	}
 	l->envs = connect_field(proc, "envs");
-	if (api_envd_argv(proc, l, e) == -1 ||
+	if (envd_timeout(r, &l->timeout_ms, e) == -1 ||
+	    api_envd_argv(proc, l, e) == -1 ||
 	    envd_path(a->envd, &l->u, cwd != NULL ? cwd->valuestring : "",
 	    true, l->cwd, sizeof(l->cwd), e) == -1 ||
 	    (l->env = envd_environ(a->envd, &l->u, l->envs, e)) == NULL)
@@ -889,19 +842,15 @@ api_envd_connect(struct http_conn *c, struct http_req *r)
 {
 	struct envd_target	 t;
 	struct envd_err		 e;
-	uint64_t		 ms = 0;
+	uint64_t		 ms;
 	cJSON			*j;
 
 	if ((j = envd_stream_body(r, &e)) == NULL) {
 		envd_stream_fail(c, &e);
 		return;
 	}
-	if (connect_timeout_ms(http_header(r, "Connect-Timeout-Ms"),
-	    &ms) == -1) {
-		envd_err_set(&e, "invalid_argument", "Connect-Timeout-Ms: "
-		    "1 to %d digits", CONNECT_TIMEOUT_DIGITS);
-		envd_stream_fail(c, &e);
-	} else if (api_envd_select(api_of(c), j, &t, &e) == -1)
+	if (envd_timeout(r, &ms, &e) == -1 ||
+	    api_envd_select(api_of(c), j, &t, &e) == -1)
 		envd_stream_fail(c, &e);
 	else if (api_envd_ended(&t))
 		api_envd_connect_ended(c, &t);

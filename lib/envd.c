@@ -22,6 +22,7 @@
 #include "connect.h"
 #include "envd.h"
 #include "user.h"
+#include "util.h"
 
 /* What a child gets when the agent itself has no PATH. */
 #define ENVD_PATH_DEFAULT \
@@ -88,13 +89,17 @@ int
 envd_user_lookup(const char *name, struct envd_user *u, struct envd_err *e)
 {
 	struct user_id	id;
+	int		saved;
 
 	/* "uid:gid" is tend's spelling, not a name envd would look up. */
+	errno = EINVAL;
 	if (name[0] == '\0' || strchr(name, ':') != NULL ||
 	    (user_parse(NULL, name, &id) == -1 && (errno != ENOENT ||
 	    strcmp(name, "root") != 0 || envd_user_root(&id) == -1))) {
+		saved = errno;
 		envd_err_set(e, "unauthenticated", "invalid username: '%.64s'",
 		    name);
+		errno = saved;
 		return -1;
 	}
 	u->uid = id.uid;
@@ -320,27 +325,61 @@ envd_env_free(char **v)
 /* ------------------------------------------------------------------ */
 /* POST /init */
 
-/* envVars: bounded in entries and bytes, as they stay in memory. */
+/* The bytes an entry of envVars holds against ENVD_INIT_ENV_BYTES. */
+static size_t
+envd_var_bytes(const cJSON *el)
+{
+	return strlen(el->string) + strlen(el->valuestring);
+}
+
+/*
+ * envVars: bounded in entries and bytes in all, those kept included, as
+ * they stay in memory.  A name kept already counts once, its new value
+ * instead of the old: a client re-sending its whole set is not refused.
+ */
 static int
 envd_init_vars(const struct envd *d, const cJSON *vars, struct envd_err *e)
 {
-	const cJSON	*el;
-	size_t		 bytes = 0;
-	int		 n = cJSON_GetArraySize(d->vars);
+	const cJSON	*el, *old;
+	size_t		 bytes = d->vars_bytes;
+	int		 n = d->nvars;
 
 	if (envd_env_check(vars, "envVars", e) == -1)
 		return -1;
 	cJSON_ArrayForEach(el, vars) {
-		bytes += strlen(el->string) + strlen(el->valuestring);
+		if ((old = cJSON_GetObjectItemCaseSensitive(d->vars,
+		    el->string)) != NULL) {
+			bytes -= envd_var_bytes(old);
+			n--;
+		}
+		bytes += envd_var_bytes(el);
 		n++;
 	}
 	if (n > ENVD_INIT_ENV_MAX || bytes > ENVD_INIT_ENV_BYTES) {
 		envd_err_set(e, "invalid_argument", "envVars: at most %d "
-		    "entries and %d bytes", ENVD_INIT_ENV_MAX,
+		    "entries and %d bytes in all", ENVD_INIT_ENV_MAX,
 		    ENVD_INIT_ENV_BYTES);
 		return -1;
 	}
 	return 0;
+}
+
+/* name=value into the vars, replacing one of the name; counted. */
+static void
+envd_var_set(struct envd *d, const char *name, const char *value)
+{
+	cJSON	*old, *el;
+
+	if ((old = cJSON_DetachItemFromObjectCaseSensitive(d->vars,
+	    name)) != NULL) {
+		d->vars_bytes -= envd_var_bytes(old);
+		d->nvars--;
+		cJSON_Delete(old);
+	}
+	if ((el = cJSON_AddStringToObject(d->vars, name, value)) != NULL) {
+		d->vars_bytes += envd_var_bytes(el);
+		d->nvars++;
+	}
 }
 
 /* A string field, or NULL; -1 when it is there and not a string. */
@@ -385,10 +424,8 @@ envd_apply_init(struct envd *d, const cJSON *j, struct envd_err *e)
 		envd_err_set(e, "resource_exhausted", "out of memory");
 		return -1;
 	}
-	cJSON_ArrayForEach(el, vars) {
-		cJSON_DeleteItemFromObjectCaseSensitive(d->vars, el->string);
-		cJSON_AddStringToObject(d->vars, el->string, el->valuestring);
-	}
+	cJSON_ArrayForEach(el, vars)
+		envd_var_set(d, el->string, el->valuestring);
 	if (user != NULL && user[0] != '\0')
 		(void)snprintf(d->user, sizeof(d->user), "%s", user);
 	if (nwd != NULL) {
@@ -446,9 +483,13 @@ envd_parse(const char *d, size_t n, struct envd_err *e)
 cJSON *
 envd_unary_body(struct http_req *r, struct envd_err *e)
 {
-	if (r->body.len == 0)
-		return cJSON_CreateObject();
-	return envd_parse(r->body.data, r->body.len, e);
+	cJSON	*j;
+
+	if (r->body.len > 0)
+		return envd_parse(r->body.data, r->body.len, e);
+	if ((j = cJSON_CreateObject()) == NULL)
+		envd_err_set(e, "resource_exhausted", "out of memory");
+	return j;
 }
 
 cJSON *
@@ -519,6 +560,19 @@ envd_keepalive(struct http_req *r)
 	return s > ENVD_KEEPALIVE_MAX ? ENVD_KEEPALIVE_MAX : (double)s;
 }
 
+int
+envd_timeout(struct http_req *r, uint64_t *ms, struct envd_err *e)
+{
+	*ms = 0;
+	if (connect_timeout_ms(http_header(r, "Connect-Timeout-Ms"), ms) ==
+	    -1) {
+		envd_err_set(e, "invalid_argument", "Connect-Timeout-Ms: 1 to "
+		    "%d digits", CONNECT_TIMEOUT_DIGITS);
+		return -1;
+	}
+	return 0;
+}
+
 void
 envd_unimplemented(struct http_conn *c, struct http_req *r)
 {
@@ -527,4 +581,81 @@ envd_unimplemented(struct http_conn *c, struct http_req *r)
 	envd_err_set(&e, "unimplemented", "%.128s is not implemented",
 	    r->path);
 	envd_reply_err(c, &e);
+}
+
+/* ------------------------------------------------------------------ */
+/* A stream's timers */
+
+static void
+envd_timers_keep(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct envd_timers	*t = container_of(w, struct envd_timers, keep);
+
+	(void)loop;
+	(void)revents;
+	(void)envd_stream_msg(t->c, t->ping);	/* -1: closed, t freed */
+}
+
+/* The stream's own deadline: it ends; what it reads from goes on. */
+static void
+envd_timers_deadline(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct envd_timers	*t = container_of(w, struct envd_timers,
+				    deadline);
+	struct envd_err		 e;
+
+	(void)loop;
+	(void)revents;
+	envd_err_set(&e, "deadline_exceeded", "the stream's deadline "
+	    "(Connect-Timeout-Ms) passed");
+	envd_stream_finish(t, &e);
+}
+
+void
+envd_timers_init(struct envd_timers *t, struct ev_loop *loop,
+    struct http_conn *c, struct http_req *r, const char *ping,
+    void (*release)(void *), void *owner)
+{
+	double	keep = envd_keepalive(r);
+
+	ev_timer_init(&t->keep, envd_timers_keep, keep, keep);
+	ev_timer_init(&t->deadline, envd_timers_deadline, 0., 0.);
+	t->loop = loop;
+	t->c = c;
+	t->ping = ping;
+	t->release = release;
+	t->owner = owner;
+}
+
+void
+envd_timers_start(struct envd_timers *t, uint64_t deadline_ms)
+{
+	ev_timer_again(t->loop, &t->keep);
+	if (deadline_ms > 0) {
+		ev_timer_set(&t->deadline, deadline_ms / 1000.0, 0.);
+		ev_timer_start(t->loop, &t->deadline);
+	}
+}
+
+void
+envd_timers_touch(struct envd_timers *t)
+{
+	ev_timer_again(t->loop, &t->keep);
+}
+
+void
+envd_timers_stop(struct envd_timers *t)
+{
+	ev_timer_stop(t->loop, &t->keep);
+	ev_timer_stop(t->loop, &t->deadline);
+}
+
+void
+envd_stream_finish(struct envd_timers *t, const struct envd_err *e)
+{
+	struct http_conn	*c = t->c;
+
+	http_conn_own(c, NULL, NULL, NULL);
+	t->release(t->owner);
+	envd_stream_end(c, e);
 }

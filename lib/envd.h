@@ -21,6 +21,8 @@ struct envd {
 	char		 user[USER_NAME_MAX];	/* default user */
 	char		*workdir;	/* /init's defaultWorkdir, or NULL */
 	cJSON		*vars;		/* /init's envVars: name -> value */
+	size_t		 vars_bytes;	/* their names' and values' bytes */
+	int		 nvars;		/* their entries */
 	char		*path;		/* PATH=..., the agent's, for children */
 };
 
@@ -57,7 +59,8 @@ int	envd_request_user(const struct envd *, struct http_req *,
 	    struct envd_user *, struct envd_err *);
 /*
  * name (a name or a uid) as an account; "root" is uid 0 even without a
- * passwd entry.  -1 with unauthenticated.
+ * passwd entry.  -1 with unauthenticated, errno EINVAL (not a name or
+ * uid), ENOENT (no such user) or what reading the file said.
  */
 int	envd_user_lookup(const char *name, struct envd_user *,
 	    struct envd_err *);
@@ -100,7 +103,7 @@ void	envd_reply_err(struct http_conn *, const struct envd_err *);
 void	envd_reply(struct http_conn *, cJSON *);
 /*
  * A unary request's message: the body as a JSON object ("" reads as
- * {}).  NULL with invalid_argument.
+ * {}).  NULL with invalid_argument or resource_exhausted.
  */
 cJSON	*envd_unary_body(struct http_req *, struct envd_err *);
 /*
@@ -122,6 +125,43 @@ void	envd_stream_fail(struct http_conn *, const struct envd_err *);
  * absent or malformed, at most ENVD_KEEPALIVE_MAX).
  */
 double	envd_keepalive(struct http_req *);
+/*
+ * Connect-Timeout-Ms into *ms (0 when absent): 0, or -1 with
+ * invalid_argument when it is not 1 to CONNECT_TIMEOUT_DIGITS digits.
+ */
+int	envd_timeout(struct http_req *, uint64_t *ms, struct envd_err *);
+
+/*
+ * A server stream's timers, inside the struct that owns the stream: a
+ * keepalive message (ping) after Keepalive-Ping-Interval seconds without
+ * one, and the stream's own deadline (Connect-Timeout-Ms), at which it
+ * ends with deadline_exceeded.  release frees the owner (its timers
+ * stopped with envd_timers_stop): at envd_stream_finish, and so at the
+ * deadline.
+ */
+struct envd_timers {
+	ev_timer	  keep;
+	ev_timer	  deadline;
+	struct ev_loop	 *loop;
+	struct http_conn *c;
+	const char	 *ping;		/* the keepalive message, static */
+	void		(*release)(void *);
+	void		 *owner;
+};
+
+void	envd_timers_init(struct envd_timers *, struct ev_loop *,
+	    struct http_conn *, struct http_req *, const char *ping,
+	    void (*release)(void *), void *owner);
+/* After the stream's first message; deadline_ms 0: none. */
+void	envd_timers_start(struct envd_timers *, uint64_t deadline_ms);
+/* A message went out: the keepalive waits a whole interval again. */
+void	envd_timers_touch(struct envd_timers *);
+void	envd_timers_stop(struct envd_timers *);
+/*
+ * The stream is over: the connection disowned, the owner released, the
+ * end-stream frame (e NULL: {}) and the response's end.
+ */
+void	envd_stream_finish(struct envd_timers *, const struct envd_err *);
 
 /* Unknown RPCs of an envd service: unimplemented, as Connect says. */
 void	envd_unimplemented(struct http_conn *, struct http_req *);

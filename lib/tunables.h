@@ -184,7 +184,8 @@
 #define CONNECT_TIMEOUT_DIGITS	10	/* Connect-Timeout-Ms, by the protocol */
 #define ENVD_KEEPALIVE_DEFAULT	50	/* s, without Keepalive-Ping-Interval */
 #define ENVD_KEEPALIVE_MAX	3600	/* s, the largest interval taken */
-#define ENVD_INIT_ENV_MAX	PROC_MAX_ENV	/* POST /init's envVars */
+/* POST /init's envVars, in all; PROC_MAX_ENV less PATH, HOME, USER, LOGNAME. */
+#define ENVD_INIT_ENV_MAX	(PROC_MAX_ENV - 4)
 #define ENVD_INIT_ENV_BYTES	(256 * 1024)	/* ... names and values, in all */
 #define USER_HOME_MAX		1024	/* of a home directory, NUL included */
 

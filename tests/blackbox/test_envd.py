@@ -9,7 +9,7 @@ import struct
 import time
 import unittest
 
-from harness import AgentTestCase, ResponseReader, poll, scaled
+from harness import SLOW, TEND_BIN, Agent, AgentTestCase, ResponseReader, poll, scaled
 
 CT = "application/connect+json"
 
@@ -98,6 +98,18 @@ def events(frames):
 def output(frames, key="stdout"):
     return b"".join(base64.b64decode(v[key]) for k, v in events(frames)
                     if k == "data" and key in v)
+
+
+class NoEtcAgent(Agent):
+    """An agent whose mount namespace has an empty tmpfs over /etc: an
+    image without /etc/passwd.  sh mounts it, then execs the agent, which
+    stays PID 1."""
+
+    def argv(self):
+        cmd = super().argv()
+        i = cmd.index(TEND_BIN)
+        return cmd[:i] + ["/bin/sh", "-c", 'mount -t tmpfs none /etc && exec "$@"',
+                          "sh"] + cmd[i:]
 
 
 class EnvdCase(AgentTestCase):
@@ -312,6 +324,16 @@ class TestErrorCodes(EnvdCase):
         fr = self.run_stream(sh("true"), headers={"Connect-Timeout-Ms": "12345678901"})
         self.assertEnded(fr, "invalid_argument")
 
+    def test_connect_timeout_malformed_one_message(self):
+        # Start's and Connect's, from one parser (envd_timeout).
+        self.start_sleeper("ct")
+        for h in ("12345678901", "-1", "1.5", "abc"):
+            for rpc, m in (("Start", sh("echo never")), ("Connect", {"process": {"tag": "ct"}})):
+                fr = self.run_stream(m, rpc=rpc, headers={"Connect-Timeout-Ms": h})
+                self.assertEqual(len(fr), 1, (rpc, h, fr))
+                e = self.assertEnded(fr, "invalid_argument")
+                self.assertEqual(e["error"]["message"], "Connect-Timeout-Ms: 1 to 10 digits")
+
     def test_already_exists_for_a_taken_tag(self):
         self.start_sleeper("taken")
         fr = self.run_stream(sh("echo never", tag="taken"))
@@ -423,7 +445,10 @@ class TestProcesses(EnvdCase):
         st.frame()
         fr = self.run_stream({"process": {"tag": "ct"}}, rpc="Connect",
                              headers={"Connect-Timeout-Ms": "300"})
-        self.assertEnded(fr, "deadline_exceeded")
+        m = self.assertEnded(fr, "deadline_exceeded")
+        # The wording of every envd stream's deadline (WatchDir's too).
+        self.assertEqual(m["error"]["message"],
+                         "the stream's deadline (Connect-Timeout-Ms) passed")
         self.assertEqual(self.a.get("/v1/processes/ct").json["state"], "running")
 
     def test_sigkill_reaches_the_group(self):
@@ -524,6 +549,55 @@ class TestUserAndInit(EnvdCase):
                                              "envVars": {"A": "x"}}).encode())
         self.assertConnectError(r, 400, "invalid_argument")
         self.assertEqual(output(self.run_stream(sh('echo "$A"'))), b"1\n")
+
+    def init_vars(self, vars):
+        return self.a.post("/init", json.dumps({"envVars": vars}).encode(),
+                           timeout=scaled(10))
+
+    def test_init_bytes_bounded_in_all_across_calls(self):
+        # One name replaced again and again with a big value is taken;
+        # big values under new names are refused once the total is spent
+        # (before: each call was bounded alone, and 40 calls kept 5.6 MB).
+        # A value to exec stays under the kernel's 128 KiB for one string.
+        big = 120 * 1024
+        for i in range(10):
+            r = self.init_vars({"BIG": "%d" % i + "x" * big})
+            self.assertEqual(r.status, 204, r)
+        rss = self.a.rss_kib()
+        refused = 0
+        for i in range(40):
+            r = self.init_vars({"NEW%d" % i: "y" * 140 * 1024})
+            refused += r.status == 400 and r.json["code"] == "invalid_argument"
+        self.assertEqual(refused, 40)
+        if not SLOW:        # ASan's quarantine keeps the freed bodies
+            self.assertLess(self.a.rss_kib() - rss, 3 * 1024)
+        self.assertEqual(output(self.run_stream(sh('echo "${#BIG} ${NEW0-none}"'))),
+                         b"%d none\n" % (big + 1))
+
+    def test_init_resent_set_is_taken_and_starts_still_run(self):
+        # The SDK re-sends its envVars: a name kept counts once.  At most
+        # 4092 in all, so that PATH, HOME, USER and LOGNAME still fit.
+        vars = {"V%d" % i: "%d" % i for i in range(4092)}
+        for _ in range(2):
+            r = self.init_vars(vars)
+            self.assertEqual(r.status, 204, r)
+        r = self.init_vars({"ONE_MORE": "x"})
+        self.assertConnectError(r, 400, "invalid_argument")
+        fr = self.run_stream(sh('echo "$V4091 $USER"'))
+        self.assertEqual(output(fr), b"4091 root\n")
+
+    def test_envd_user_root_without_passwd(self):
+        # root needs no passwd entry, for --envd-user as for a request.
+        a = NoEtcAgent(extra=["--envd-user", "root"], start=False)
+        self.addCleanup(a.close)
+        a.start().wait_healthy()
+        st = Stream(a, "Start", sh('echo "$USER $HOME"; test -e /etc/passwd || echo none'))
+        self.addCleanup(st.close)
+        self.assertEqual(output(st.frames()), b"root /root\nnone\n")
+        b = NoEtcAgent(extra=["--envd-user", "nobody"])
+        self.addCleanup(b.close)
+        self.assertEqual(b.wait_exit(), 2)
+        self.assertIn("--envd-user: 'nobody': no such user", b.log_text())
 
     def test_envd_user_option(self):
         a = self.agent(extra=["--envd-user", "nobody"])

@@ -4,6 +4,7 @@
  * applied or refused whole, users looked up.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,6 +168,110 @@ START_TEST(init_refused_whole)
 }
 END_TEST
 
+/* An /init body of n vars NAMEi (from first) whose values are len bytes. */
+static cJSON *
+init_body(int first, int n, size_t len)
+{
+	cJSON	*j = cJSON_CreateObject(), *vars;
+	char	 name[32], *val = malloc(len + 1);
+	int	 i;
+
+	ck_assert_ptr_nonnull(val);
+	memset(val, 'v', len);
+	val[len] = '\0';
+	vars = cJSON_AddObjectToObject(j, "envVars");
+	for (i = first; i < first + n; i++) {
+		(void)snprintf(name, sizeof(name), "V%d", i);
+		ck_assert_ptr_nonnull(cJSON_AddStringToObject(vars, name, val));
+	}
+	free(val);
+	return j;
+}
+
+static int
+init_apply(int first, int n, size_t len, struct envd_err *e)
+{
+	cJSON	*j = init_body(first, n, len);
+	int	 rc = envd_apply_init(&d, j, e);
+
+	cJSON_Delete(j);
+	return rc;
+}
+
+/*
+ * The byte limit holds across calls: one name replaced again and again
+ * with a big value is taken, a second big name refused.
+ */
+START_TEST(init_bytes_in_all)
+{
+	struct envd_err	e;
+	size_t		big = ENVD_INIT_ENV_BYTES * 3 / 4, left;
+	int		i;
+
+	for (i = 0; i < 20; i++)
+		ck_assert_int_eq(init_apply(0, 1, big - i, &e), 0);
+	ck_assert_uint_eq(d.vars_bytes, strlen("V0") + big - 19);
+	ck_assert_int_eq(init_apply(1, 1, big, &e), -1);
+	ck_assert_str_eq(e.code, "invalid_argument");
+	ck_assert_int_eq(d.nvars, 1);
+	left = ENVD_INIT_ENV_BYTES - d.vars_bytes - strlen("V1");
+	ck_assert_int_eq(init_apply(1, 1, left + 1, &e), -1);
+	ck_assert_int_eq(init_apply(1, 1, left, &e), 0);
+	ck_assert_uint_eq(d.vars_bytes, ENVD_INIT_ENV_BYTES);
+}
+END_TEST
+
+/*
+ * Entries are counted once per name: the same set re-sent is taken; a
+ * set of ENVD_INIT_ENV_MAX still leaves a process its PATH, HOME, USER
+ * and LOGNAME; one more is refused.
+ */
+START_TEST(init_entries_in_all)
+{
+	struct envd_err	  e;
+	char		**v;
+	int		  n;
+
+	ck_assert_int_eq(init_apply(0, ENVD_INIT_ENV_MAX, 1, &e), 0);
+	ck_assert_int_eq(init_apply(0, ENVD_INIT_ENV_MAX, 2, &e), 0);
+	ck_assert_int_eq(d.nvars, ENVD_INIT_ENV_MAX);
+	ck_assert_ptr_nonnull(v = envd_environ(&d, &u, NULL, &e));
+	ck_assert_str_eq(env_get(v, "LOGNAME", &n), "alice");
+	ck_assert_str_eq(env_get(v, "V0", &n), "vv");
+	envd_env_free(v);
+	ck_assert_int_eq(init_apply(ENVD_INIT_ENV_MAX, 1, 1, &e), -1);
+	ck_assert_str_eq(e.code, "invalid_argument");
+}
+END_TEST
+
+static void *
+no_malloc(size_t n)
+{
+	(void)n;
+	return NULL;
+}
+
+/* An empty unary body is {}; memory short for it is resource_exhausted. */
+START_TEST(unary_body_out_of_memory)
+{
+	cJSON_Hooks	 fail = { no_malloc, free }, dflt = { NULL, NULL };
+	struct http_req	 r;
+	struct envd_err	 e = { NULL, "" };
+	cJSON		*j;
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_ptr_nonnull(j = envd_unary_body(&r, &e));
+	ck_assert(cJSON_IsObject(j));
+	cJSON_Delete(j);
+	cJSON_InitHooks(&fail);
+	j = envd_unary_body(&r, &e);
+	cJSON_InitHooks(&dflt);
+	ck_assert_ptr_null(j);
+	ck_assert_ptr_nonnull(e.code);
+	ck_assert_str_eq(e.code, "resource_exhausted");
+}
+END_TEST
+
 START_TEST(users)
 {
 	struct envd_err		e;
@@ -196,6 +301,9 @@ envd_suite(void)
 	tcase_add_test(tc, environ_order);
 	tcase_add_test(tc, environ_refused);
 	tcase_add_test(tc, init_refused_whole);
+	tcase_add_test(tc, init_bytes_in_all);
+	tcase_add_test(tc, init_entries_in_all);
+	tcase_add_test(tc, unary_body_out_of_memory);
 	tcase_add_test(tc, users);
 	suite_add_tcase(s, tc);
 	return s;
