@@ -34,11 +34,14 @@ struct watch_dir {
 	dev_t		 dev;
 	ino_t		 ino;
 	char		*path;		/* relative to the watch; "" itself */
+	bool		 report;	/* its scan tells what it holds */
 };
 
 struct watch {
 	ev_io			 io;		/* the inotify fd */
 	ev_timer		 linger;	/* after the last reference */
+	ev_check		 scan_resume;	/* a scan's next share */
+	ev_idle			 scan_spin;	/* ... polled without blocking */
 	struct watchtab		*tab;
 	struct watch		*next;
 	int			 refs;
@@ -49,6 +52,7 @@ struct watch {
 	char			*rel;		/* the directory, to the root */
 	struct watch_dir	*dirs;
 	int			 ndirs, capdirs;
+	int			 scan_next;	/* dirs[scan_next..]: unscanned */
 	struct watch_event	 ring[WATCH_RING_EVENTS];
 	uint64_t		 first, next_seq;	/* kept: [first, next) */
 	uint64_t		 batch;		/* first seq of this read */
@@ -77,7 +81,9 @@ static int	watch_join(char *, size_t, const char *, const char *);
 static int	watch_add_dir(struct watch *, const char *);
 static int	watch_dir_find(const struct watch *, int);
 static void	watch_dir_drop(struct watch *, int);
-static void	watch_scan(struct watch *, int, bool);
+static void	watch_scan(struct watch *);
+static void	watch_scan_resume(struct ev_loop *, ev_check *, int);
+static void	watch_scan_spin(struct ev_loop *, ev_idle *, int);
 static void	watch_scan_dir(struct watch *, int, bool);
 static void	watch_subtree_move(struct watch *, const char *, const char *);
 static void	watch_subtree_drop(struct watch *, const char *);
@@ -90,6 +96,7 @@ static void	watch_event(struct watch *, const struct inotify_event *,
 static bool	watch_is_tmp(const struct watch_dir *, const char *,
 		    enum files_tmp_state *);
 static void	watch_subdir(struct watch *, const char *);
+static void	watch_scan_defer(struct watch *);
 static void	watch_moved(struct watch *, const struct watch_dir *,
 		    const struct inotify_event *, const struct inotify_event *);
 
@@ -211,6 +218,8 @@ watch_new(struct watchtab *t, const char *rel, bool recursive)
 	w->id = ((uint64_t)arc4random() << 32 | arc4random()) >> 1;
 	ev_io_init(&w->io, watch_io_cb, fd, EV_READ);
 	ev_timer_init(&w->linger, watch_linger_cb, WATCH_LINGER, 0.);
+	ev_check_init(&w->scan_resume, watch_scan_resume);
+	ev_idle_init(&w->scan_spin, watch_scan_spin);
 	if (watch_add_dir(w, "") != 0) {
 		saved = errno;
 		free(w->rel);
@@ -219,12 +228,12 @@ watch_new(struct watchtab *t, const char *rel, bool recursive)
 		errno = saved;
 		return NULL;
 	}
-	if (recursive)
-		watch_scan(w, 0, false);
 	w->next = t->head;
 	t->head = w;
 	t->n++;
 	ev_io_start(t->loop, &w->io);
+	if (recursive)
+		watch_scan(w);	/* a small tree at once, a big one later */
 	return w;
 }
 
@@ -244,6 +253,8 @@ watch_free(struct watch *w)
 		}
 	ev_io_stop(t->loop, &w->io);
 	ev_timer_stop(t->loop, &w->linger);
+	ev_check_stop(t->loop, &w->scan_resume);
+	ev_idle_stop(t->loop, &w->scan_spin);
 	close(w->io.fd);
 	for (i = 0; i < w->ndirs; i++)
 		free(w->dirs[i].path);
@@ -465,6 +476,7 @@ watch_add_dir(struct watch *w, const char *path)
 		goto nomem;
 	}
 	d->wd = wd;
+	d->report = false;
 	d->dev = st.st_dev;
 	d->ino = st.st_ino;
 	w->ndirs++;
@@ -482,22 +494,57 @@ watch_dir_drop(struct watch *w, int i)
 	memmove(&w->dirs[i], &w->dirs[i + 1], (w->ndirs - i - 1) *
 	    sizeof(w->dirs[0]));
 	w->ndirs--;
+	if (i < w->scan_next)
+		w->scan_next--;
 }
 
 /*
- * Add the directories below dirs[from..] as found, breadth first: each
- * one added joins the end of the array (its wd is the newest) and is
- * scanned in turn.  report: what is found is told as created (a
- * directory made since the watch began).
+ * Add the directories below dirs[scan_next..] as found, breadth first:
+ * each one added joins the end of the array (wds only grow) and is
+ * scanned in turn, WATCH_SCAN_BUDGET of them now and as many at each
+ * next loop iteration (as follow_defer does), so that a big tree never
+ * stalls the loop.  A directory's report: what is found in it is told
+ * as created (a directory made since the watch began), and so in the
+ * directories found below it.
  */
 static void
-watch_scan(struct watch *w, int from, bool report)
+watch_scan(struct watch *w)
 {
-	int	i, n = 0;
+	struct ev_loop	*loop = w->tab->loop;
+	uint64_t	 batch = w->next_seq;
+	int		 i, n;
 
-	/* wds only grow: what this scan adds lands at the end. */
-	for (i = from; i < w->ndirs && n < WATCH_DIRS_MAX; i++, n++)
-		watch_scan_dir(w, i, report);
+	for (n = 0; n < WATCH_SCAN_BUDGET && w->scan_next < w->ndirs &&
+	    !w->gone; n++) {
+		i = w->scan_next++;
+		watch_scan_dir(w, i, w->dirs[i].report);
+	}
+	if (w->scan_next < w->ndirs && !w->gone) {
+		ev_check_start(loop, &w->scan_resume);
+		ev_idle_start(loop, &w->scan_spin);
+	} else {
+		ev_check_stop(loop, &w->scan_resume);
+		ev_idle_stop(loop, &w->scan_spin);
+	}
+	if (w->next_seq > batch)
+		(void)wlist_walk(&w->subs, watch_tell, NULL);
+}
+
+static void
+watch_scan_resume(struct ev_loop *loop, ev_check *c, int revents)
+{
+	(void)loop;
+	(void)revents;
+	watch_scan(container_of(c, struct watch, scan_resume));
+}
+
+/* Nothing to do: watch_scan_resume runs the share. */
+static void
+watch_scan_spin(struct ev_loop *loop, ev_idle *i, int revents)
+{
+	(void)loop;
+	(void)i;
+	(void)revents;
 }
 
 static void
@@ -506,7 +553,7 @@ watch_scan_dir(struct watch *w, int i, bool report)
 	struct dirent	*de;
 	DIR		*dp;
 	char		 rel[PATH_MAX], sub[PATH_MAX], *dpath;
-	int		 fd, n = 0;
+	int		 fd, j, n = 0;
 
 	if ((dpath = strdup(w->dirs[i].path)) == NULL)
 		return;
@@ -529,9 +576,10 @@ watch_scan_dir(struct watch *w, int i, bool report)
 			watch_push(w, WATCH_CREATE, sub);
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
-		if (watch_add_dir(w, sub) == -1 && errno != ENOTDIR &&
-		    errno != ENOENT && errno != ELOOP && errno != EEXIST &&
-		    !w->full) {
+		if ((j = watch_add_dir(w, sub)) >= 0)
+			w->dirs[j].report = report;
+		else if (errno != ENOTDIR && errno != ENOENT &&
+		    errno != ELOOP && errno != EEXIST && !w->full) {
 			/* Past the limit: one truncated says so. */
 			w->full = errno == ENOSPC;
 			watch_push(w, WATCH_TRUNCATED, sub);
@@ -778,15 +826,28 @@ watch_moved(struct watch *w, const struct watch_dir *d,
 	watch_subdir(w, dst);
 }
 
+/*
+ * Its scan from the loop: a read of the kernel's queue may bring many
+ * directories (a tree moved in), each of them a scan.  What they held
+ * is told after this read's events.
+ */
+static void
+watch_scan_defer(struct watch *w)
+{
+	ev_check_start(w->tab->loop, &w->scan_resume);
+	ev_idle_start(w->tab->loop, &w->scan_spin);
+}
+
 /* A directory made or moved in: watched, and what it holds told. */
 static void
 watch_subdir(struct watch *w, const char *path)
 {
 	int	i;
 
-	if ((i = watch_add_dir(w, path)) >= 0)
-		watch_scan(w, i, true);
-	else if (!w->full && errno != ENOENT && errno != ENOTDIR &&
+	if ((i = watch_add_dir(w, path)) >= 0) {
+		w->dirs[i].report = true;
+		watch_scan_defer(w);
+	} else if (!w->full && errno != ENOENT && errno != ENOTDIR &&
 	    errno != EEXIST) {
 		w->full = errno == ENOSPC;
 		watch_push(w, WATCH_TRUNCATED, path);
