@@ -58,12 +58,15 @@ struct efs_stream {
 	struct watch_sub	 sub;
 	ev_timer		 keep;		/* keepalive after silence */
 	ev_timer		 deadline;	/* Connect-Timeout-Ms */
+	ev_check		 resume;	/* budget spent: go on next turn */
+	ev_idle			 spin;		/* ... without blocking first */
 	struct ev_loop		*loop;
 	struct http_conn	*c;
 	struct watch		*w;
 	uint64_t		 cursor;
 	bool			 entry;		/* includeEntry */
 	struct efs_path		 p;
+	struct efs_names	 names;		/* for its lifetime */
 };
 
 /* A polling watcher (CreateWatcher): a cursor kept between polls. */
@@ -74,6 +77,7 @@ struct efs_poller {
 	uint64_t		 cursor;
 	bool			 used;
 	bool			 entry;
+	struct efs_names	*names;		/* for its lifetime */
 	char			 id[24];	/* "w" + 16 hex */
 	struct efs_path		 p;
 };
@@ -114,7 +118,7 @@ static cJSON	*efs_entry(const struct files_root *, const struct efs_path *,
 static void	efs_reply_entry(struct http_conn *, const char *,
 		    const struct efs_path *);
 static const char *efs_event_type(enum watch_type);
-static cJSON	*efs_event(const struct watch_event *, bool,
+static cJSON	*efs_event(const struct watch_event *, struct efs_names *,
 		    const struct efs_path *, const struct files_root *);
 static int	efs_watch_open(struct http_conn *, struct http_req *,
 		    const cJSON *, const struct envd_user *, struct efs_path *,
@@ -127,6 +131,8 @@ static void	efs_stream_drained(struct http_conn *, void *);
 static void	efs_stream_closed(struct http_conn *, void *);
 static void	efs_stream_keep(struct ev_loop *, ev_timer *, int);
 static void	efs_stream_deadline(struct ev_loop *, ev_timer *, int);
+static void	efs_stream_resume(struct ev_loop *, ev_check *, int);
+static void	efs_stream_spin(struct ev_loop *, ev_idle *, int);
 static struct efs_poller *efs_poller_find(const cJSON *);
 static void	efs_poller_free(struct efs_poller *);
 static void	efs_poller_idle(struct ev_loop *, ev_timer *, int);
@@ -677,10 +683,9 @@ efs_event_type(enum watch_type t)
  * what is there now (none for a remove or rename, nor when it is gone).
  */
 static cJSON *
-efs_event(const struct watch_event *ev, bool entry, const struct efs_path *dir,
-    const struct files_root *root)
+efs_event(const struct watch_event *ev, struct efs_names *nm,
+    const struct efs_path *dir, const struct files_root *root)
 {
-	struct efs_names	*nm;
 	struct efs_path		 p;
 	cJSON			*j, *ent;
 
@@ -692,7 +697,7 @@ efs_event(const struct watch_event *ev, bool entry, const struct efs_path *dir,
 		cJSON_Delete(j);
 		return NULL;
 	}
-	if (!entry || ev->type == WATCH_REMOVE || ev->type == WATCH_RENAME)
+	if (nm == NULL || ev->type == WATCH_REMOVE || ev->type == WATCH_RENAME)
 		return j;
 	if (snprintf(p.abs, sizeof(p.abs), "%s%s%s", dir->abs,
 	    ev->path[0] == '\0' || strcmp(dir->abs, "/") == 0 ? "" : "/",
@@ -700,10 +705,8 @@ efs_event(const struct watch_event *ev, bool entry, const struct efs_path *dir,
 	    snprintf(p.rel, sizeof(p.rel), "%s%s%s", dir->rel,
 	    ev->path[0] ? "/" : "", ev->path) >= (int)sizeof(p.rel))
 		return j;
-	if ((nm = calloc(1, sizeof(*nm))) != NULL &&
-	    (ent = efs_entry(root, &p, nm)) != NULL)
+	if ((ent = efs_entry(root, &p, nm)) != NULL)
 		cJSON_AddItemToObject(j, "entry", ent);
-	free(nm);
 	return j;
 }
 
@@ -744,6 +747,8 @@ efs_stream_free(struct efs_stream *s)
 {
 	ev_timer_stop(s->loop, &s->keep);
 	ev_timer_stop(s->loop, &s->deadline);
+	ev_check_stop(s->loop, &s->resume);
+	ev_idle_stop(s->loop, &s->spin);
 	watch_unsubscribe(s->w, &s->sub);
 	watch_close(s->w);
 	free(s);
@@ -765,7 +770,8 @@ efs_stream_finish(struct efs_stream *s, const struct envd_err *e)
  * events (a truncated, or a stream behind the ring) end the stream with
  * data_loss: envd's events have no way to say "some are missing", and a
  * watcher that silently missed some would be wrong.  The directory gone:
- * its remove ("."), then the end.
+ * its remove ("."), then the end.  WATCH_PUMP_EVENTS at a time, the
+ * rest at the next loop turns (as follow_defer does).
  */
 static void
 efs_stream_pump(struct efs_stream *s)
@@ -775,8 +781,17 @@ efs_stream_pump(struct efs_stream *s)
 	char				*txt;
 	bool				 gap;
 	cJSON				*j, *fe;
+	int				 n;
 
-	while (!http_conn_dead(s->c) && http_conn_pending(s->c) < HTTP_OUT_HIGH) {
+	ev_check_stop(s->loop, &s->resume);
+	ev_idle_stop(s->loop, &s->spin);
+	for (n = 0; !http_conn_dead(s->c) &&
+	    http_conn_pending(s->c) < HTTP_OUT_HIGH; n++) {
+		if (n == WATCH_PUMP_EVENTS) {
+			ev_check_start(s->loop, &s->resume);
+			ev_idle_start(s->loop, &s->spin);
+			return;
+		}
 		ev = watch_next(s->w, &s->cursor, &gap);
 		if (gap || (ev != NULL && ev->type == WATCH_TRUNCATED)) {
 			envd_err_set(&e, "data_loss", "watch '%s': events were "
@@ -787,7 +802,8 @@ efs_stream_pump(struct efs_stream *s)
 		}
 		if (ev == NULL)
 			break;
-		fe = efs_event(ev, s->entry, &s->p, &api_of(s->c)->files->root);
+		fe = efs_event(ev, s->entry ? &s->names : NULL, &s->p,
+		    &api_of(s->c)->files->root);
 		if ((j = cJSON_CreateObject()) == NULL || fe == NULL) {
 			cJSON_Delete(fe);
 			cJSON_Delete(j);
@@ -807,6 +823,23 @@ efs_stream_pump(struct efs_stream *s)
 	if (!http_conn_dead(s->c) && watch_gone(s->w) &&
 	    s->cursor >= watch_head(s->w))
 		efs_stream_finish(s, NULL);
+}
+
+static void
+efs_stream_resume(struct ev_loop *loop, ev_check *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	efs_stream_pump(container_of(w, struct efs_stream, resume));
+}
+
+/* Nothing to do: efs_stream_resume runs the share. */
+static void
+efs_stream_spin(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
 }
 
 static void
@@ -889,6 +922,8 @@ efs_watchdir(struct http_conn *c, struct http_req *r)
 	ev_timer_init(&s->keep, efs_stream_keep, envd_keepalive(r),
 	    envd_keepalive(r));
 	ev_timer_init(&s->deadline, efs_stream_deadline, ms / 1000.0, 0.);
+	ev_check_init(&s->resume, efs_stream_resume);
+	ev_idle_init(&s->spin, efs_stream_spin);
 	http_conn_own(c, s, efs_stream_drained, efs_stream_closed);
 	/* start{} first, nothing before it. */
 	if (envd_stream_begin(c) == -1 ||
@@ -925,6 +960,7 @@ efs_poller_free(struct efs_poller *pw)
 {
 	ev_timer_stop(pw->loop, &pw->idle);
 	watch_close(pw->w);
+	free(pw->names);
 	memset(pw, 0, sizeof(*pw));
 }
 
@@ -958,10 +994,17 @@ efs_createwatcher(struct http_conn *c, struct http_req *r)
 		    "remove one first", WATCH_POLL_MAX);
 		goto fail;
 	}
-	if (efs_watch_open(c, r, j, &u, &pw->p, &pw->w, &e) == -1)
-		goto fail;
-	pw->used = true;
 	pw->entry = efs_bool(j, "includeEntry");
+	if (pw->entry && (pw->names = calloc(1, sizeof(*pw->names))) == NULL) {
+		envd_err_set(&e, "resource_exhausted", "out of memory");
+		goto fail;
+	}
+	if (efs_watch_open(c, r, j, &u, &pw->p, &pw->w, &e) == -1) {
+		free(pw->names);
+		pw->names = NULL;
+		goto fail;
+	}
+	pw->used = true;
 	pw->cursor = watch_head(pw->w);
 	pw->loop = api_of(c)->tab->loop;
 	snprintf(pw->id, sizeof(pw->id), "w%08x%08x", arc4random(),
@@ -979,8 +1022,9 @@ fail:
 }
 
 /*
- * The events since the last poll, as many as the ring holds.  Lost
- * ones are a data_loss error, once: the next poll goes on from there.
+ * The events since the last poll, at most WATCH_PUMP_EVENTS (the next
+ * poll takes the rest).  Lost ones are a data_loss error, once: the
+ * next poll goes on from the oldest kept.
  */
 static void
 efs_getwatcherevents(struct http_conn *c, struct http_req *r)
@@ -991,6 +1035,7 @@ efs_getwatcherevents(struct http_conn *c, struct http_req *r)
 	struct envd_err			 e;
 	bool				 gap;
 	cJSON				*j, *out = NULL, *arr, *fe;
+	int				 n;
 
 	if ((j = efs_unary(c, r, &u, &e)) == NULL)
 		goto fail;
@@ -1006,14 +1051,18 @@ efs_getwatcherevents(struct http_conn *c, struct http_req *r)
 		envd_err_set(&e, "resource_exhausted", "out of memory");
 		goto fail;
 	}
-	while ((ev = watch_next(pw->w, &pw->cursor, &gap)) != NULL || gap) {
+	for (n = 0; n < WATCH_PUMP_EVENTS &&
+	    ((ev = watch_next(pw->w, &pw->cursor, &gap)) != NULL || gap); n++) {
 		if (gap || ev->type == WATCH_TRUNCATED) {
+			/* A gap moved the cursor past the oldest kept: back. */
+			if (gap && ev != NULL)
+				pw->cursor--;
 			envd_err_set(&e, "data_loss", "watcher %s: events were "
 			    "lost (the kernel's queue overflowed, a watch "
 			    "limit, or no poll for too long)", pw->id);
 			goto fail;
 		}
-		if ((fe = efs_event(ev, pw->entry, &pw->p,
+		if ((fe = efs_event(ev, pw->names, &pw->p,
 		    &api_of(c)->files->root)) != NULL)
 			cJSON_AddItemToArray(arr, fe);
 	}
