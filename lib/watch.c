@@ -8,6 +8,7 @@
  * the queue of a breadth-first scan as well.
  */
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -24,6 +25,9 @@
 #include "tunables.h"
 #include "util.h"
 #include "watch.h"
+
+/* The longest event: a read with less room left may have cut one off. */
+#define WATCH_EV_MAX	(sizeof(struct inotify_event) + NAME_MAX + 1)
 
 #define WATCH_MASK	(IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB | \
 			 IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | \
@@ -57,6 +61,8 @@ struct watch {
 	uint64_t		 first, next_seq;	/* kept: [first, next) */
 	uint64_t		 batch;		/* first seq of this read */
 	size_t			 bytes;		/* of the kept paths */
+	char			 held[WATCH_EV_MAX];	/* a MOVED_FROM ... */
+	size_t			 nheld;		/* ... for the next wakeup */
 	struct wlist_link	*subs;
 };
 
@@ -643,23 +649,33 @@ watch_io_cb(struct ev_loop *loop, ev_io *io, int revents)
 {
 	struct watch	*w = container_of(io, struct watch, io);
 	ssize_t		 n;
-	size_t		 left = 0;
-	int		 reads;
+	size_t		 left = w->nheld;
+	int		 reads, avail;
 
 	(void)loop;
 	(void)revents;
 	w->batch = w->next_seq;
+	memcpy(watch_buf, w->held, w->nheld);
+	w->nheld = 0;
 	for (reads = 0; reads < WATCH_READS && !w->gone; reads++) {
 		n = read(io->fd, watch_buf + left, sizeof(watch_buf) - left);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		/* A MOVED_FROM held back (left): its pair may come next. */
+		/*
+		 * A MOVED_FROM held back (left): its pair may come next,
+		 * when the kernel had more than this read had room for.
+		 */
 		left = watch_handle(w, watch_buf, left + n,
-		    left + n == sizeof(watch_buf));
+		    sizeof(watch_buf) - (left + n) < WATCH_EV_MAX);
 	}
-	if (left > 0)
+	/* At the budget with more queued: held for the next wakeup. */
+	if (left > 0 && reads == WATCH_READS && !w->gone &&
+	    ioctl(io->fd, FIONREAD, &avail) == 0 && avail > 0) {
+		memcpy(w->held, watch_buf, left);
+		w->nheld = left;
+	} else if (left > 0)
 		(void)watch_handle(w, watch_buf, left, false);
 	if (w->gone) {
 		ev_io_stop(w->tab->loop, io);
@@ -682,8 +698,9 @@ watch_tell(struct wlist_link *l, void *arg)
 /*
  * The events in buf[0, n).  A MOVED_FROM is paired with the MOVED_TO
  * that follows it (the kernel queues the two together); when it is the
- * last event of a full read (hold), its pair may be in the next read:
- * it is moved to the front of buf and its length returned (else 0).
+ * last event of a read that had no room for one more (hold), its pair
+ * may be in the next read: it is moved to the front of buf and its
+ * length returned (else 0).
  */
 static size_t
 watch_handle(struct watch *w, const char *buf, size_t n, bool hold)
