@@ -225,7 +225,8 @@ efs_resolve(struct http_conn *c, const struct envd_user *u, const char *s,
 		return -1;
 	if (files_normalize(p->abs) == -1 ||
 	    files_rel(root, p->abs, p->rel, sizeof(p->rel)) == -1) {
-		efs_fail(e, errno == EINVAL ? EINVAL : ELOOP, "path", p->abs);
+		efs_fail(e, errno == EINVAL || errno == ENAMETOOLONG ? errno :
+		    ELOOP, "path", p->abs);
 		return -1;
 	}
 	return 0;
@@ -570,7 +571,8 @@ efs_listdir(struct http_conn *c, struct http_req *r)
 			goto fail;
 		}
 	}
-	depth = depth < 1 ? 1 : depth > FILES_LIST_DEPTH_MAX ?
+	/* Written so that NaN ("nan") is 1 too: its casts are undefined. */
+	depth = !(depth >= 1) ? 1 : depth > FILES_LIST_DEPTH_MAX ?
 	    FILES_LIST_DEPTH_MAX : depth;
 	if (files_stat(root, p.rel, true, &st) == -1) {
 		efs_fail(&e, errno, "list", p.abs);

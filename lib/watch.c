@@ -228,6 +228,7 @@ watch_new(struct watchtab *t, const char *rel, bool recursive)
 	ev_idle_init(&w->scan_spin, watch_scan_spin);
 	if (watch_add_dir(w, "") != 0) {
 		saved = errno;
+		free(w->dirs);
 		free(w->rel);
 		free(w);
 		close(fd);
@@ -565,8 +566,12 @@ watch_scan_dir(struct watch *w, int i, bool report)
 		return;
 	if (watch_join(rel, sizeof(rel), strcmp(w->rel, ".") == 0 ? "" :
 	    w->rel, dpath) == -1 || (fd = files_open(w->tab->root,
-	    rel[0] ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) == -1 ||
-	    (dp = fdopendir(fd)) == NULL) {
+	    rel[0] ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) == -1) {
+		free(dpath);
+		return;
+	}
+	if ((dp = fdopendir(fd)) == NULL) {
+		close(fd);
 		free(dpath);
 		return;
 	}

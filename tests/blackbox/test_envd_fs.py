@@ -292,6 +292,11 @@ class TestDirs(EnvdFsCase):
                          ["a", "a/b", "a/y", "z"])
         self.assertEqual(names(self.ok("ListDir", {"path": self.p("t"), "depth": 3})),
                          ["a", "a/b", "a/b/c", "a/b/x", "a/y", "z"])
+        for d in ("nan", "-nan", "-inf", "0"):                   # 1, never (int)NaN
+            self.assertEqual(names(self.ok("ListDir", {"path": self.p("t"), "depth": d})),
+                             ["a", "z"], d)
+        self.assertEqual(names(self.ok("ListDir", {"path": self.p("t"), "depth": "inf"})),
+                         ["a", "a/b", "a/b/c", "a/b/x", "a/y", "z"])
         j = self.ok("ListDir", {"path": self.p("t"), "depth": 2})
         self.assertEqual(j["entries"][1]["name"], "b")            # its own name
         self.assertEqual(j["entries"][1]["type"], "FILE_TYPE_DIRECTORY")
