@@ -102,6 +102,10 @@ static struct efs_poller	efs_pollers[WATCH_POLL_MAX];
 static const char *efs_code(int);
 static int	efs_status(int);
 static void	efs_fail(struct envd_err *, int, const char *, const char *);
+static int	efs_child(const struct efs_path *, const char *,
+		    struct efs_path *);
+static int	efs_mkparents(const struct files_root *, const char *,
+		    const struct envd_user *);
 static int	efs_resolve(struct http_conn *, const struct envd_user *,
 		    const char *, struct efs_path *, struct envd_err *);
 static int	efs_field(struct http_conn *, const struct envd_user *,
@@ -230,6 +234,39 @@ efs_resolve(struct http_conn *c, const struct envd_user *u, const char *s,
 		return -1;
 	}
 	return 0;
+}
+
+/* name in dir ("": dir itself); -1: ENAMETOOLONG. */
+static int
+efs_child(const struct efs_path *dir, const char *name, struct efs_path *out)
+{
+	bool	top = strcmp(dir->rel, ".") == 0;
+
+	if (snprintf(out->abs, sizeof(out->abs), "%s%s%s", dir->abs,
+	    *name == '\0' || strcmp(dir->abs, "/") == 0 ? "" : "/", name) >=
+	    (int)sizeof(out->abs) ||
+	    snprintf(out->rel, sizeof(out->rel), "%s%s%s", top && *name ? "" :
+	    dir->rel, top || *name == '\0' ? "" : "/", name) >=
+	    (int)sizeof(out->rel)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* The parents of rel made, owned by u as envd makes them. */
+static int
+efs_mkparents(const struct files_root *root, const char *rel,
+    const struct envd_user *u)
+{
+	char	parent[PATH_MAX], *slash;
+
+	snprintf(parent, sizeof(parent), "%s", rel);
+	if ((slash = strrchr(parent, '/')) == NULL)
+		return 0;
+	*slash = '\0';
+	return files_mkdirs_owned(root, parent, 0755, geteuid() == 0 ?
+	    u->uid : (uid_t)-1, u->gid);
 }
 
 /* The message's string field (absent: "", proto3's default), resolved. */
@@ -508,21 +545,15 @@ efs_move(struct http_conn *c, struct http_req *r)
 	struct envd_user	 u;
 	struct envd_err		 e;
 	struct efs_path		 from, to;
-	char			 parent[PATH_MAX], *slash;
 	cJSON			*j;
 
 	if ((j = efs_unary(c, r, &u, &e)) == NULL ||
 	    efs_field(c, &u, j, "source", &from, &e) == -1 ||
 	    efs_field(c, &u, j, "destination", &to, &e) == -1)
 		goto fail;
-	snprintf(parent, sizeof(parent), "%s", to.rel);
-	if ((slash = strrchr(parent, '/')) != NULL) {
-		*slash = '\0';
-		if (files_mkdirs_owned(root, parent, 0755, geteuid() == 0 ?
-		    u.uid : (uid_t)-1, u.gid) == -1) {
-			efs_fail(&e, errno, "move to", to.abs);
-			goto fail;
-		}
+	if (efs_mkparents(root, to.rel, &u) == -1) {
+		efs_fail(&e, errno, "move to", to.abs);
+		goto fail;
 	}
 	if (files_move(root, from.rel, to.rel, true) == -1) {
 		efs_fail(&e, errno, "move", errno == ENOENT ? from.abs : to.abs);
@@ -601,14 +632,7 @@ efs_listdir(struct http_conn *c, struct http_req *r)
 	}
 	cJSON_ArrayForEach(it, list) {
 		name = cJSON_GetStringValue(cJSON_GetObjectItem(it, "name"));
-		if (name == NULL ||
-		    snprintf(sub.abs, sizeof(sub.abs), "%s%s%s", p.abs,
-		    strcmp(p.abs, "/") == 0 ? "" : "/", name) >=
-		    (int)sizeof(sub.abs) ||
-		    snprintf(sub.rel, sizeof(sub.rel), "%s%s%s",
-		    strcmp(p.rel, ".") == 0 ? "" : p.rel,
-		    strcmp(p.rel, ".") == 0 ? "" : "/", name) >=
-		    (int)sizeof(sub.rel))
+		if (name == NULL || efs_child(&p, name, &sub) == -1)
 			continue;
 		if ((ent = efs_entry(root, &sub, nm)) == NULL) {
 			if (errno == ENOENT)
@@ -701,11 +725,7 @@ efs_event(const struct watch_event *ev, struct efs_names *nm,
 	}
 	if (nm == NULL || ev->type == WATCH_REMOVE || ev->type == WATCH_RENAME)
 		return j;
-	if (snprintf(p.abs, sizeof(p.abs), "%s%s%s", dir->abs,
-	    ev->path[0] == '\0' || strcmp(dir->abs, "/") == 0 ? "" : "/",
-	    ev->path) >= (int)sizeof(p.abs) ||
-	    snprintf(p.rel, sizeof(p.rel), "%s%s%s", dir->rel,
-	    ev->path[0] ? "/" : "", ev->path) >= (int)sizeof(p.rel))
+	if (efs_child(dir, ev->path, &p) == -1)
 		return j;
 	if ((ent = efs_entry(root, &p, nm)) != NULL)
 		cJSON_AddItemToObject(j, "entry", ent);
@@ -1310,7 +1330,6 @@ efs_up_begin(struct efs_up *up, const char *path)
 	const struct files_root	*root = &api_of(up->c)->files->root;
 	const cJSON		*it;
 	struct envd_err		 e;
-	char			 parent[PATH_MAX], *slash;
 	bool			 root_user = geteuid() == 0;
 
 	if (efs_resolve(up->c, &up->u, path, &up->p, &e) == -1) {
@@ -1325,14 +1344,9 @@ efs_up_begin(struct efs_up *up, const char *path)
 			    up->p.abs);
 			return -1;
 		}
-	snprintf(parent, sizeof(parent), "%s", up->p.rel);
-	if ((slash = strrchr(parent, '/')) != NULL) {
-		*slash = '\0';
-		if (files_mkdirs_owned(root, parent, 0755, root_user ?
-		    up->u.uid : (uid_t)-1, up->u.gid) == -1) {
-			efs_up_errno(up, errno, "make the parents of");
-			return -1;
-		}
+	if (efs_mkparents(root, up->p.rel, &up->u) == -1) {
+		efs_up_errno(up, errno, "make the parents of");
+		return -1;
 	}
 	if (files_put_begin(&up->put, root, up->p.rel, 0, FILES_MODE_KEEP) ==
 	    -1 || (root_user && fchown(up->put.fd, up->u.uid, up->u.gid) ==

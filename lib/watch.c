@@ -57,6 +57,7 @@ struct watch {
 	struct watch_dir	*dirs;
 	int			 ndirs, capdirs;
 	int			 scan_next;	/* dirs[scan_next..]: unscanned */
+	int			 scan_left;	/* of this read's budget */
 	struct watch_event	 ring[WATCH_RING_EVENTS];
 	uint64_t		 first, next_seq;	/* kept: [first, next) */
 	uint64_t		 batch;		/* first seq of this read */
@@ -87,7 +88,7 @@ static int	watch_join(char *, size_t, const char *, const char *);
 static int	watch_add_dir(struct watch *, const char *);
 static int	watch_dir_find(const struct watch *, int);
 static void	watch_dir_drop(struct watch *, int);
-static void	watch_scan(struct watch *);
+static int	watch_scan(struct watch *, int);
 static void	watch_scan_resume(struct ev_loop *, ev_check *, int);
 static void	watch_scan_spin(struct ev_loop *, ev_idle *, int);
 static void	watch_scan_dir(struct watch *, int, bool);
@@ -102,7 +103,6 @@ static void	watch_event(struct watch *, const struct inotify_event *,
 static bool	watch_is_tmp(const struct watch_dir *, const char *,
 		    enum files_tmp_state *);
 static void	watch_subdir(struct watch *, const char *);
-static void	watch_scan_defer(struct watch *);
 static void	watch_moved(struct watch *, const struct watch_dir *,
 		    const struct inotify_event *, const struct inotify_event *);
 
@@ -240,7 +240,7 @@ watch_new(struct watchtab *t, const char *rel, bool recursive)
 	t->n++;
 	ev_io_start(t->loop, &w->io);
 	if (recursive)
-		watch_scan(w);	/* a small tree at once, a big one later */
+		watch_scan(w, WATCH_SCAN_BUDGET);	/* a big tree later */
 	return w;
 }
 
@@ -508,21 +508,20 @@ watch_dir_drop(struct watch *w, int i)
 /*
  * Add the directories below dirs[scan_next..] as found, breadth first:
  * each one added joins the end of the array (wds only grow) and is
- * scanned in turn, WATCH_SCAN_BUDGET of them now and as many at each
- * next loop iteration (as follow_defer does), so that a big tree never
- * stalls the loop.  A directory's report: what is found in it is told
- * as created (a directory made since the watch began), and so in the
- * directories found below it.
+ * scanned in turn, budget of them now (returned: how many) and
+ * WATCH_SCAN_BUDGET at each next loop iteration (as follow_defer does),
+ * so that a big tree never stalls the loop.  A directory's report: what
+ * is found in it is told as created (a directory made since the watch
+ * began), and so in the directories found below it.
  */
-static void
-watch_scan(struct watch *w)
+static int
+watch_scan(struct watch *w, int budget)
 {
 	struct ev_loop	*loop = w->tab->loop;
-	uint64_t	 batch = w->next_seq;
 	int		 i, n;
 
-	for (n = 0; n < WATCH_SCAN_BUDGET && w->scan_next < w->ndirs &&
-	    !w->gone; n++) {
+	for (n = 0; n < budget && w->scan_next < w->ndirs && !w->gone;
+	    n++) {
 		i = w->scan_next++;
 		watch_scan_dir(w, i, w->dirs[i].report);
 	}
@@ -533,16 +532,21 @@ watch_scan(struct watch *w)
 		ev_check_stop(loop, &w->scan_resume);
 		ev_idle_stop(loop, &w->scan_spin);
 	}
-	if (w->next_seq > batch)
-		(void)wlist_walk(&w->subs, watch_tell, NULL);
+	return n;
 }
 
 static void
 watch_scan_resume(struct ev_loop *loop, ev_check *c, int revents)
 {
+	struct watch	*w = container_of(c, struct watch, scan_resume);
+	uint64_t	 batch = w->next_seq;
+
 	(void)loop;
 	(void)revents;
-	watch_scan(container_of(c, struct watch, scan_resume));
+	w->batch = batch;
+	(void)watch_scan(w, WATCH_SCAN_BUDGET);
+	if (w->next_seq > batch)
+		(void)wlist_walk(&w->subs, watch_tell, NULL);
 }
 
 /* Nothing to do: watch_scan_resume runs the share. */
@@ -660,6 +664,7 @@ watch_io_cb(struct ev_loop *loop, ev_io *io, int revents)
 	(void)loop;
 	(void)revents;
 	w->batch = w->next_seq;
+	w->scan_left = WATCH_SCAN_BUDGET;
 	memcpy(watch_buf, w->held, w->nheld);
 	w->nheld = 0;
 	for (reads = 0; reads < WATCH_READS && !w->gone; reads++) {
@@ -849,18 +854,10 @@ watch_moved(struct watch *w, const struct watch_dir *d,
 }
 
 /*
- * Its scan from the loop: a read of the kernel's queue may bring many
- * directories (a tree moved in), each of them a scan.  What they held
- * is told after this read's events.
+ * A directory made or moved in: watched, and what it holds told, now
+ * (before its create is) while this read's WATCH_SCAN_BUDGET lasts: a
+ * bigger tree moved in, or many at once, later from the loop.
  */
-static void
-watch_scan_defer(struct watch *w)
-{
-	ev_check_start(w->tab->loop, &w->scan_resume);
-	ev_idle_start(w->tab->loop, &w->scan_spin);
-}
-
-/* A directory made or moved in: watched, and what it holds told. */
 static void
 watch_subdir(struct watch *w, const char *path)
 {
@@ -868,7 +865,7 @@ watch_subdir(struct watch *w, const char *path)
 
 	if ((i = watch_add_dir(w, path)) >= 0) {
 		w->dirs[i].report = true;
-		watch_scan_defer(w);
+		w->scan_left -= watch_scan(w, w->scan_left);
 	} else if (!w->full && errno != ENOENT && errno != ENOTDIR &&
 	    errno != EEXIST) {
 		w->full = errno == ENOSPC;
