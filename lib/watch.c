@@ -240,7 +240,7 @@ watch_new(struct watchtab *t, const char *rel, bool recursive)
 	t->n++;
 	ev_io_start(t->loop, &w->io);
 	if (recursive)
-		watch_scan(w, WATCH_SCAN_BUDGET);	/* a big tree later */
+		(void)watch_scan(w, WATCH_SCAN_BUDGET);	/* big: later */
 	return w;
 }
 
