@@ -58,12 +58,15 @@ struct efs_stream {
 	struct watch_sub	 sub;
 	ev_timer		 keep;		/* keepalive after silence */
 	ev_timer		 deadline;	/* Connect-Timeout-Ms */
+	ev_check		 resume;	/* budget spent: go on next turn */
+	ev_idle			 spin;		/* ... without blocking first */
 	struct ev_loop		*loop;
 	struct http_conn	*c;
 	struct watch		*w;
 	uint64_t		 cursor;
 	bool			 entry;		/* includeEntry */
 	struct efs_path		 p;
+	struct efs_names	 names;		/* for its lifetime */
 };
 
 /* A polling watcher (CreateWatcher): a cursor kept between polls. */
@@ -74,6 +77,7 @@ struct efs_poller {
 	uint64_t		 cursor;
 	bool			 used;
 	bool			 entry;
+	struct efs_names	*names;		/* for its lifetime */
 	char			 id[24];	/* "w" + 16 hex */
 	struct efs_path		 p;
 };
@@ -98,6 +102,10 @@ static struct efs_poller	efs_pollers[WATCH_POLL_MAX];
 static const char *efs_code(int);
 static int	efs_status(int);
 static void	efs_fail(struct envd_err *, int, const char *, const char *);
+static int	efs_child(const struct efs_path *, const char *,
+		    struct efs_path *);
+static int	efs_mkparents(const struct files_root *, const char *,
+		    const struct envd_user *);
 static int	efs_resolve(struct http_conn *, const struct envd_user *,
 		    const char *, struct efs_path *, struct envd_err *);
 static int	efs_field(struct http_conn *, const struct envd_user *,
@@ -114,7 +122,7 @@ static cJSON	*efs_entry(const struct files_root *, const struct efs_path *,
 static void	efs_reply_entry(struct http_conn *, const char *,
 		    const struct efs_path *);
 static const char *efs_event_type(enum watch_type);
-static cJSON	*efs_event(const struct watch_event *, bool,
+static cJSON	*efs_event(const struct watch_event *, struct efs_names *,
 		    const struct efs_path *, const struct files_root *);
 static int	efs_watch_open(struct http_conn *, struct http_req *,
 		    const cJSON *, const struct envd_user *, struct efs_path *,
@@ -127,6 +135,8 @@ static void	efs_stream_drained(struct http_conn *, void *);
 static void	efs_stream_closed(struct http_conn *, void *);
 static void	efs_stream_keep(struct ev_loop *, ev_timer *, int);
 static void	efs_stream_deadline(struct ev_loop *, ev_timer *, int);
+static void	efs_stream_resume(struct ev_loop *, ev_check *, int);
+static void	efs_stream_spin(struct ev_loop *, ev_idle *, int);
 static struct efs_poller *efs_poller_find(const cJSON *);
 static void	efs_poller_free(struct efs_poller *);
 static void	efs_poller_idle(struct ev_loop *, ev_timer *, int);
@@ -219,10 +229,44 @@ efs_resolve(struct http_conn *c, const struct envd_user *u, const char *s,
 		return -1;
 	if (files_normalize(p->abs) == -1 ||
 	    files_rel(root, p->abs, p->rel, sizeof(p->rel)) == -1) {
-		efs_fail(e, errno == EINVAL ? EINVAL : ELOOP, "path", p->abs);
+		efs_fail(e, errno == EINVAL || errno == ENAMETOOLONG ? errno :
+		    ELOOP, "path", p->abs);
 		return -1;
 	}
 	return 0;
+}
+
+/* name in dir ("": dir itself); -1: ENAMETOOLONG. */
+static int
+efs_child(const struct efs_path *dir, const char *name, struct efs_path *out)
+{
+	bool	top = strcmp(dir->rel, ".") == 0;
+
+	if (snprintf(out->abs, sizeof(out->abs), "%s%s%s", dir->abs,
+	    *name == '\0' || strcmp(dir->abs, "/") == 0 ? "" : "/", name) >=
+	    (int)sizeof(out->abs) ||
+	    snprintf(out->rel, sizeof(out->rel), "%s%s%s", top && *name ? "" :
+	    dir->rel, top || *name == '\0' ? "" : "/", name) >=
+	    (int)sizeof(out->rel)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}
+
+/* The parents of rel made, owned by u as envd makes them. */
+static int
+efs_mkparents(const struct files_root *root, const char *rel,
+    const struct envd_user *u)
+{
+	char	parent[PATH_MAX], *slash;
+
+	snprintf(parent, sizeof(parent), "%s", rel);
+	if ((slash = strrchr(parent, '/')) == NULL)
+		return 0;
+	*slash = '\0';
+	return files_mkdirs_owned(root, parent, 0755, geteuid() == 0 ?
+	    u->uid : (uid_t)-1, u->gid);
 }
 
 /* The message's string field (absent: "", proto3's default), resolved. */
@@ -501,21 +545,15 @@ efs_move(struct http_conn *c, struct http_req *r)
 	struct envd_user	 u;
 	struct envd_err		 e;
 	struct efs_path		 from, to;
-	char			 parent[PATH_MAX], *slash;
 	cJSON			*j;
 
 	if ((j = efs_unary(c, r, &u, &e)) == NULL ||
 	    efs_field(c, &u, j, "source", &from, &e) == -1 ||
 	    efs_field(c, &u, j, "destination", &to, &e) == -1)
 		goto fail;
-	snprintf(parent, sizeof(parent), "%s", to.rel);
-	if ((slash = strrchr(parent, '/')) != NULL) {
-		*slash = '\0';
-		if (files_mkdirs_owned(root, parent, 0755, geteuid() == 0 ?
-		    u.uid : (uid_t)-1, u.gid) == -1) {
-			efs_fail(&e, errno, "move to", to.abs);
-			goto fail;
-		}
+	if (efs_mkparents(root, to.rel, &u) == -1) {
+		efs_fail(&e, errno, "move to", to.abs);
+		goto fail;
 	}
 	if (files_move(root, from.rel, to.rel, true) == -1) {
 		efs_fail(&e, errno, "move", errno == ENOENT ? from.abs : to.abs);
@@ -564,7 +602,8 @@ efs_listdir(struct http_conn *c, struct http_req *r)
 			goto fail;
 		}
 	}
-	depth = depth < 1 ? 1 : depth > FILES_LIST_DEPTH_MAX ?
+	/* Written so that NaN ("nan") is 1 too: its casts are undefined. */
+	depth = !(depth >= 1) ? 1 : depth > FILES_LIST_DEPTH_MAX ?
 	    FILES_LIST_DEPTH_MAX : depth;
 	if (files_stat(root, p.rel, true, &st) == -1) {
 		efs_fail(&e, errno, "list", p.abs);
@@ -593,14 +632,7 @@ efs_listdir(struct http_conn *c, struct http_req *r)
 	}
 	cJSON_ArrayForEach(it, list) {
 		name = cJSON_GetStringValue(cJSON_GetObjectItem(it, "name"));
-		if (name == NULL ||
-		    snprintf(sub.abs, sizeof(sub.abs), "%s%s%s", p.abs,
-		    strcmp(p.abs, "/") == 0 ? "" : "/", name) >=
-		    (int)sizeof(sub.abs) ||
-		    snprintf(sub.rel, sizeof(sub.rel), "%s%s%s",
-		    strcmp(p.rel, ".") == 0 ? "" : p.rel,
-		    strcmp(p.rel, ".") == 0 ? "" : "/", name) >=
-		    (int)sizeof(sub.rel))
+		if (name == NULL || efs_child(&p, name, &sub) == -1)
 			continue;
 		if ((ent = efs_entry(root, &sub, nm)) == NULL) {
 			if (errno == ENOENT)
@@ -677,10 +709,9 @@ efs_event_type(enum watch_type t)
  * what is there now (none for a remove or rename, nor when it is gone).
  */
 static cJSON *
-efs_event(const struct watch_event *ev, bool entry, const struct efs_path *dir,
-    const struct files_root *root)
+efs_event(const struct watch_event *ev, struct efs_names *nm,
+    const struct efs_path *dir, const struct files_root *root)
 {
-	struct efs_names	*nm;
 	struct efs_path		 p;
 	cJSON			*j, *ent;
 
@@ -692,18 +723,12 @@ efs_event(const struct watch_event *ev, bool entry, const struct efs_path *dir,
 		cJSON_Delete(j);
 		return NULL;
 	}
-	if (!entry || ev->type == WATCH_REMOVE || ev->type == WATCH_RENAME)
+	if (nm == NULL || ev->type == WATCH_REMOVE || ev->type == WATCH_RENAME)
 		return j;
-	if (snprintf(p.abs, sizeof(p.abs), "%s%s%s", dir->abs,
-	    ev->path[0] == '\0' || strcmp(dir->abs, "/") == 0 ? "" : "/",
-	    ev->path) >= (int)sizeof(p.abs) ||
-	    snprintf(p.rel, sizeof(p.rel), "%s%s%s", dir->rel,
-	    ev->path[0] ? "/" : "", ev->path) >= (int)sizeof(p.rel))
+	if (efs_child(dir, ev->path, &p) == -1)
 		return j;
-	if ((nm = calloc(1, sizeof(*nm))) != NULL &&
-	    (ent = efs_entry(root, &p, nm)) != NULL)
+	if ((ent = efs_entry(root, &p, nm)) != NULL)
 		cJSON_AddItemToObject(j, "entry", ent);
-	free(nm);
 	return j;
 }
 
@@ -744,6 +769,8 @@ efs_stream_free(struct efs_stream *s)
 {
 	ev_timer_stop(s->loop, &s->keep);
 	ev_timer_stop(s->loop, &s->deadline);
+	ev_check_stop(s->loop, &s->resume);
+	ev_idle_stop(s->loop, &s->spin);
 	watch_unsubscribe(s->w, &s->sub);
 	watch_close(s->w);
 	free(s);
@@ -765,7 +792,8 @@ efs_stream_finish(struct efs_stream *s, const struct envd_err *e)
  * events (a truncated, or a stream behind the ring) end the stream with
  * data_loss: envd's events have no way to say "some are missing", and a
  * watcher that silently missed some would be wrong.  The directory gone:
- * its remove ("."), then the end.
+ * its remove ("."), then the end.  WATCH_PUMP_EVENTS at a time, the
+ * rest at the next loop turns (as follow_defer does).
  */
 static void
 efs_stream_pump(struct efs_stream *s)
@@ -775,8 +803,17 @@ efs_stream_pump(struct efs_stream *s)
 	char				*txt;
 	bool				 gap;
 	cJSON				*j, *fe;
+	int				 n;
 
-	while (!http_conn_dead(s->c) && http_conn_pending(s->c) < HTTP_OUT_HIGH) {
+	ev_check_stop(s->loop, &s->resume);
+	ev_idle_stop(s->loop, &s->spin);
+	for (n = 0; !http_conn_dead(s->c) &&
+	    http_conn_pending(s->c) < HTTP_OUT_HIGH; n++) {
+		if (n == WATCH_PUMP_EVENTS) {
+			ev_check_start(s->loop, &s->resume);
+			ev_idle_start(s->loop, &s->spin);
+			return;
+		}
 		ev = watch_next(s->w, &s->cursor, &gap);
 		if (gap || (ev != NULL && ev->type == WATCH_TRUNCATED)) {
 			envd_err_set(&e, "data_loss", "watch '%s': events were "
@@ -787,7 +824,8 @@ efs_stream_pump(struct efs_stream *s)
 		}
 		if (ev == NULL)
 			break;
-		fe = efs_event(ev, s->entry, &s->p, &api_of(s->c)->files->root);
+		fe = efs_event(ev, s->entry ? &s->names : NULL, &s->p,
+		    &api_of(s->c)->files->root);
 		if ((j = cJSON_CreateObject()) == NULL || fe == NULL) {
 			cJSON_Delete(fe);
 			cJSON_Delete(j);
@@ -807,6 +845,23 @@ efs_stream_pump(struct efs_stream *s)
 	if (!http_conn_dead(s->c) && watch_gone(s->w) &&
 	    s->cursor >= watch_head(s->w))
 		efs_stream_finish(s, NULL);
+}
+
+static void
+efs_stream_resume(struct ev_loop *loop, ev_check *w, int revents)
+{
+	(void)loop;
+	(void)revents;
+	efs_stream_pump(container_of(w, struct efs_stream, resume));
+}
+
+/* Nothing to do: efs_stream_resume runs the share. */
+static void
+efs_stream_spin(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
 }
 
 static void
@@ -889,6 +944,8 @@ efs_watchdir(struct http_conn *c, struct http_req *r)
 	ev_timer_init(&s->keep, efs_stream_keep, envd_keepalive(r),
 	    envd_keepalive(r));
 	ev_timer_init(&s->deadline, efs_stream_deadline, ms / 1000.0, 0.);
+	ev_check_init(&s->resume, efs_stream_resume);
+	ev_idle_init(&s->spin, efs_stream_spin);
 	http_conn_own(c, s, efs_stream_drained, efs_stream_closed);
 	/* start{} first, nothing before it. */
 	if (envd_stream_begin(c) == -1 ||
@@ -925,6 +982,7 @@ efs_poller_free(struct efs_poller *pw)
 {
 	ev_timer_stop(pw->loop, &pw->idle);
 	watch_close(pw->w);
+	free(pw->names);
 	memset(pw, 0, sizeof(*pw));
 }
 
@@ -958,10 +1016,17 @@ efs_createwatcher(struct http_conn *c, struct http_req *r)
 		    "remove one first", WATCH_POLL_MAX);
 		goto fail;
 	}
-	if (efs_watch_open(c, r, j, &u, &pw->p, &pw->w, &e) == -1)
-		goto fail;
-	pw->used = true;
 	pw->entry = efs_bool(j, "includeEntry");
+	if (pw->entry && (pw->names = calloc(1, sizeof(*pw->names))) == NULL) {
+		envd_err_set(&e, "resource_exhausted", "out of memory");
+		goto fail;
+	}
+	if (efs_watch_open(c, r, j, &u, &pw->p, &pw->w, &e) == -1) {
+		free(pw->names);
+		pw->names = NULL;
+		goto fail;
+	}
+	pw->used = true;
 	pw->cursor = watch_head(pw->w);
 	pw->loop = api_of(c)->tab->loop;
 	snprintf(pw->id, sizeof(pw->id), "w%08x%08x", arc4random(),
@@ -979,8 +1044,9 @@ fail:
 }
 
 /*
- * The events since the last poll, as many as the ring holds.  Lost
- * ones are a data_loss error, once: the next poll goes on from there.
+ * The events since the last poll, at most WATCH_PUMP_EVENTS (the next
+ * poll takes the rest).  Lost ones are a data_loss error, once: the
+ * next poll goes on from the oldest kept.
  */
 static void
 efs_getwatcherevents(struct http_conn *c, struct http_req *r)
@@ -991,6 +1057,7 @@ efs_getwatcherevents(struct http_conn *c, struct http_req *r)
 	struct envd_err			 e;
 	bool				 gap;
 	cJSON				*j, *out = NULL, *arr, *fe;
+	int				 n;
 
 	if ((j = efs_unary(c, r, &u, &e)) == NULL)
 		goto fail;
@@ -1006,14 +1073,18 @@ efs_getwatcherevents(struct http_conn *c, struct http_req *r)
 		envd_err_set(&e, "resource_exhausted", "out of memory");
 		goto fail;
 	}
-	while ((ev = watch_next(pw->w, &pw->cursor, &gap)) != NULL || gap) {
+	for (n = 0; n < WATCH_PUMP_EVENTS &&
+	    ((ev = watch_next(pw->w, &pw->cursor, &gap)) != NULL || gap); n++) {
 		if (gap || ev->type == WATCH_TRUNCATED) {
+			/* A gap moved the cursor past the oldest kept: back. */
+			if (gap && ev != NULL)
+				pw->cursor--;
 			envd_err_set(&e, "data_loss", "watcher %s: events were "
 			    "lost (the kernel's queue overflowed, a watch "
 			    "limit, or no poll for too long)", pw->id);
 			goto fail;
 		}
-		if ((fe = efs_event(ev, pw->entry, &pw->p,
+		if ((fe = efs_event(ev, pw->names, &pw->p,
 		    &api_of(c)->files->root)) != NULL)
 			cJSON_AddItemToArray(arr, fe);
 	}
@@ -1259,7 +1330,6 @@ efs_up_begin(struct efs_up *up, const char *path)
 	const struct files_root	*root = &api_of(up->c)->files->root;
 	const cJSON		*it;
 	struct envd_err		 e;
-	char			 parent[PATH_MAX], *slash;
 	bool			 root_user = geteuid() == 0;
 
 	if (efs_resolve(up->c, &up->u, path, &up->p, &e) == -1) {
@@ -1274,14 +1344,9 @@ efs_up_begin(struct efs_up *up, const char *path)
 			    up->p.abs);
 			return -1;
 		}
-	snprintf(parent, sizeof(parent), "%s", up->p.rel);
-	if ((slash = strrchr(parent, '/')) != NULL) {
-		*slash = '\0';
-		if (files_mkdirs_owned(root, parent, 0755, root_user ?
-		    up->u.uid : (uid_t)-1, up->u.gid) == -1) {
-			efs_up_errno(up, errno, "make the parents of");
-			return -1;
-		}
+	if (efs_mkparents(root, up->p.rel, &up->u) == -1) {
+		efs_up_errno(up, errno, "make the parents of");
+		return -1;
 	}
 	if (files_put_begin(&up->put, root, up->p.rel, 0, FILES_MODE_KEEP) ==
 	    -1 || (root_user && fchown(up->put.fd, up->u.uid, up->u.gid) ==

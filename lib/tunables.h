@@ -199,6 +199,8 @@
 #define WATCH_READS		16	/* reads per wakeup, then yield */
 #define WATCH_LINGER		30.0	/* s a watch outlives its last reader */
 #define WATCH_SCAN_MAX		4096	/* entries scanned per new directory */
+#define WATCH_SCAN_BUDGET	8	/* directories scanned per loop turn */
+#define WATCH_PUMP_EVENTS	256	/* events per stream turn and per poll */
 #define WATCH_POLL_MAX		64	/* envd polling watchers (CreateWatcher) */
 #define WATCH_POLL_IDLE		600.0	/* s, an unpolled polling watcher is dropped */
 #define MULTIPART_BOUNDARY_MAX	70	/* RFC 2046 */

@@ -8,6 +8,7 @@
  * the queue of a breadth-first scan as well.
  */
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include <dirent.h>
@@ -25,6 +26,9 @@
 #include "util.h"
 #include "watch.h"
 
+/* The longest event: a read with less room left may have cut one off. */
+#define WATCH_EV_MAX	(sizeof(struct inotify_event) + NAME_MAX + 1)
+
 #define WATCH_MASK	(IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB | \
 			 IN_DELETE | IN_MOVED_FROM | IN_DELETE_SELF | \
 			 IN_ONLYDIR | IN_EXCL_UNLINK)
@@ -34,11 +38,14 @@ struct watch_dir {
 	dev_t		 dev;
 	ino_t		 ino;
 	char		*path;		/* relative to the watch; "" itself */
+	bool		 report;	/* its scan tells what it holds */
 };
 
 struct watch {
 	ev_io			 io;		/* the inotify fd */
 	ev_timer		 linger;	/* after the last reference */
+	ev_check		 scan_resume;	/* a scan's next share */
+	ev_idle			 scan_spin;	/* ... polled without blocking */
 	struct watchtab		*tab;
 	struct watch		*next;
 	int			 refs;
@@ -49,10 +56,14 @@ struct watch {
 	char			*rel;		/* the directory, to the root */
 	struct watch_dir	*dirs;
 	int			 ndirs, capdirs;
+	int			 scan_next;	/* dirs[scan_next..]: unscanned */
+	int			 scan_left;	/* of this read's budget */
 	struct watch_event	 ring[WATCH_RING_EVENTS];
 	uint64_t		 first, next_seq;	/* kept: [first, next) */
 	uint64_t		 batch;		/* first seq of this read */
 	size_t			 bytes;		/* of the kept paths */
+	char			 held[WATCH_EV_MAX];	/* a MOVED_FROM ... */
+	size_t			 nheld;		/* ... for the next wakeup */
 	struct wlist_link	*subs;
 };
 
@@ -77,7 +88,9 @@ static int	watch_join(char *, size_t, const char *, const char *);
 static int	watch_add_dir(struct watch *, const char *);
 static int	watch_dir_find(const struct watch *, int);
 static void	watch_dir_drop(struct watch *, int);
-static void	watch_scan(struct watch *, int, bool);
+static int	watch_scan(struct watch *, int);
+static void	watch_scan_resume(struct ev_loop *, ev_check *, int);
+static void	watch_scan_spin(struct ev_loop *, ev_idle *, int);
 static void	watch_scan_dir(struct watch *, int, bool);
 static void	watch_subtree_move(struct watch *, const char *, const char *);
 static void	watch_subtree_drop(struct watch *, const char *);
@@ -211,20 +224,23 @@ watch_new(struct watchtab *t, const char *rel, bool recursive)
 	w->id = ((uint64_t)arc4random() << 32 | arc4random()) >> 1;
 	ev_io_init(&w->io, watch_io_cb, fd, EV_READ);
 	ev_timer_init(&w->linger, watch_linger_cb, WATCH_LINGER, 0.);
+	ev_check_init(&w->scan_resume, watch_scan_resume);
+	ev_idle_init(&w->scan_spin, watch_scan_spin);
 	if (watch_add_dir(w, "") != 0) {
 		saved = errno;
+		free(w->dirs);
 		free(w->rel);
 		free(w);
 		close(fd);
 		errno = saved;
 		return NULL;
 	}
-	if (recursive)
-		watch_scan(w, 0, false);
 	w->next = t->head;
 	t->head = w;
 	t->n++;
 	ev_io_start(t->loop, &w->io);
+	if (recursive)
+		(void)watch_scan(w, WATCH_SCAN_BUDGET);	/* big: later */
 	return w;
 }
 
@@ -244,6 +260,8 @@ watch_free(struct watch *w)
 		}
 	ev_io_stop(t->loop, &w->io);
 	ev_timer_stop(t->loop, &w->linger);
+	ev_check_stop(t->loop, &w->scan_resume);
+	ev_idle_stop(t->loop, &w->scan_spin);
 	close(w->io.fd);
 	for (i = 0; i < w->ndirs; i++)
 		free(w->dirs[i].path);
@@ -465,6 +483,7 @@ watch_add_dir(struct watch *w, const char *path)
 		goto nomem;
 	}
 	d->wd = wd;
+	d->report = false;
 	d->dev = st.st_dev;
 	d->ino = st.st_ino;
 	w->ndirs++;
@@ -482,22 +501,61 @@ watch_dir_drop(struct watch *w, int i)
 	memmove(&w->dirs[i], &w->dirs[i + 1], (w->ndirs - i - 1) *
 	    sizeof(w->dirs[0]));
 	w->ndirs--;
+	if (i < w->scan_next)
+		w->scan_next--;
 }
 
 /*
- * Add the directories below dirs[from..] as found, breadth first: each
- * one added joins the end of the array (its wd is the newest) and is
- * scanned in turn.  report: what is found is told as created (a
- * directory made since the watch began).
+ * Add the directories below dirs[scan_next..] as found, breadth first:
+ * each one added joins the end of the array (wds only grow) and is
+ * scanned in turn, budget of them now (returned: how many) and
+ * WATCH_SCAN_BUDGET at each next loop iteration (as follow_defer does),
+ * so that a big tree never stalls the loop.  A directory's report: what
+ * is found in it is told as created (a directory made since the watch
+ * began), and so in the directories found below it.
  */
-static void
-watch_scan(struct watch *w, int from, bool report)
+static int
+watch_scan(struct watch *w, int budget)
 {
-	int	i, n = 0;
+	struct ev_loop	*loop = w->tab->loop;
+	int		 i, n;
 
-	/* wds only grow: what this scan adds lands at the end. */
-	for (i = from; i < w->ndirs && n < WATCH_DIRS_MAX; i++, n++)
-		watch_scan_dir(w, i, report);
+	for (n = 0; n < budget && w->scan_next < w->ndirs && !w->gone;
+	    n++) {
+		i = w->scan_next++;
+		watch_scan_dir(w, i, w->dirs[i].report);
+	}
+	if (w->scan_next < w->ndirs && !w->gone) {
+		ev_check_start(loop, &w->scan_resume);
+		ev_idle_start(loop, &w->scan_spin);
+	} else {
+		ev_check_stop(loop, &w->scan_resume);
+		ev_idle_stop(loop, &w->scan_spin);
+	}
+	return n;
+}
+
+static void
+watch_scan_resume(struct ev_loop *loop, ev_check *c, int revents)
+{
+	struct watch	*w = container_of(c, struct watch, scan_resume);
+	uint64_t	 batch = w->next_seq;
+
+	(void)loop;
+	(void)revents;
+	w->batch = batch;
+	(void)watch_scan(w, WATCH_SCAN_BUDGET);
+	if (w->next_seq > batch)
+		(void)wlist_walk(&w->subs, watch_tell, NULL);
+}
+
+/* Nothing to do: watch_scan_resume runs the share. */
+static void
+watch_scan_spin(struct ev_loop *loop, ev_idle *i, int revents)
+{
+	(void)loop;
+	(void)i;
+	(void)revents;
 }
 
 static void
@@ -506,14 +564,18 @@ watch_scan_dir(struct watch *w, int i, bool report)
 	struct dirent	*de;
 	DIR		*dp;
 	char		 rel[PATH_MAX], sub[PATH_MAX], *dpath;
-	int		 fd, n = 0;
+	int		 fd, j, n = 0;
 
 	if ((dpath = strdup(w->dirs[i].path)) == NULL)
 		return;
 	if (watch_join(rel, sizeof(rel), strcmp(w->rel, ".") == 0 ? "" :
 	    w->rel, dpath) == -1 || (fd = files_open(w->tab->root,
-	    rel[0] ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) == -1 ||
-	    (dp = fdopendir(fd)) == NULL) {
+	    rel[0] ? rel : ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW, 0)) == -1) {
+		free(dpath);
+		return;
+	}
+	if ((dp = fdopendir(fd)) == NULL) {
+		close(fd);
 		free(dpath);
 		return;
 	}
@@ -529,9 +591,10 @@ watch_scan_dir(struct watch *w, int i, bool report)
 			watch_push(w, WATCH_CREATE, sub);
 		if (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN)
 			continue;
-		if (watch_add_dir(w, sub) == -1 && errno != ENOTDIR &&
-		    errno != ENOENT && errno != ELOOP && errno != EEXIST &&
-		    !w->full) {
+		if ((j = watch_add_dir(w, sub)) >= 0)
+			w->dirs[j].report = report;
+		else if (errno != ENOTDIR && errno != ENOENT &&
+		    errno != ELOOP && errno != EEXIST && !w->full) {
 			/* Past the limit: one truncated says so. */
 			w->full = errno == ENOSPC;
 			watch_push(w, WATCH_TRUNCATED, sub);
@@ -595,23 +658,34 @@ watch_io_cb(struct ev_loop *loop, ev_io *io, int revents)
 {
 	struct watch	*w = container_of(io, struct watch, io);
 	ssize_t		 n;
-	size_t		 left = 0;
-	int		 reads;
+	size_t		 left = w->nheld;
+	int		 reads, avail;
 
 	(void)loop;
 	(void)revents;
 	w->batch = w->next_seq;
+	w->scan_left = WATCH_SCAN_BUDGET;
+	memcpy(watch_buf, w->held, w->nheld);
+	w->nheld = 0;
 	for (reads = 0; reads < WATCH_READS && !w->gone; reads++) {
 		n = read(io->fd, watch_buf + left, sizeof(watch_buf) - left);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		/* A MOVED_FROM held back (left): its pair may come next. */
+		/*
+		 * A MOVED_FROM held back (left): its pair may come next,
+		 * when the kernel had more than this read had room for.
+		 */
 		left = watch_handle(w, watch_buf, left + n,
-		    left + n == sizeof(watch_buf));
+		    sizeof(watch_buf) - (left + n) < WATCH_EV_MAX);
 	}
-	if (left > 0)
+	/* At the budget with more queued: held for the next wakeup. */
+	if (left > 0 && reads == WATCH_READS && !w->gone &&
+	    ioctl(io->fd, FIONREAD, &avail) == 0 && avail > 0) {
+		memcpy(w->held, watch_buf, left);
+		w->nheld = left;
+	} else if (left > 0)
 		(void)watch_handle(w, watch_buf, left, false);
 	if (w->gone) {
 		ev_io_stop(w->tab->loop, io);
@@ -634,8 +708,9 @@ watch_tell(struct wlist_link *l, void *arg)
 /*
  * The events in buf[0, n).  A MOVED_FROM is paired with the MOVED_TO
  * that follows it (the kernel queues the two together); when it is the
- * last event of a full read (hold), its pair may be in the next read:
- * it is moved to the front of buf and its length returned (else 0).
+ * last event of a read that had no room for one more (hold), its pair
+ * may be in the next read: it is moved to the front of buf and its
+ * length returned (else 0).
  */
 static size_t
 watch_handle(struct watch *w, const char *buf, size_t n, bool hold)
@@ -778,15 +853,20 @@ watch_moved(struct watch *w, const struct watch_dir *d,
 	watch_subdir(w, dst);
 }
 
-/* A directory made or moved in: watched, and what it holds told. */
+/*
+ * A directory made or moved in: watched, and what it holds told, now
+ * (before its create is) while this read's WATCH_SCAN_BUDGET lasts: a
+ * bigger tree moved in, or many at once, later from the loop.
+ */
 static void
 watch_subdir(struct watch *w, const char *path)
 {
 	int	i;
 
-	if ((i = watch_add_dir(w, path)) >= 0)
-		watch_scan(w, i, true);
-	else if (!w->full && errno != ENOENT && errno != ENOTDIR &&
+	if ((i = watch_add_dir(w, path)) >= 0) {
+		w->dirs[i].report = true;
+		w->scan_left -= watch_scan(w, w->scan_left);
+	} else if (!w->full && errno != ENOENT && errno != ENOTDIR &&
 	    errno != EEXIST) {
 		w->full = errno == ENOSPC;
 		watch_push(w, WATCH_TRUNCATED, path);

@@ -29,6 +29,8 @@ from harness import AgentTestCase, UnixHTTPConnection, poll, scaled  # noqa: E40
 MiB = 1 << 20
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$")
 FS = "/filesystem.Filesystem/"
+RING = 4096         # WATCH_RING_EVENTS
+PUMP = 256          # WATCH_PUMP_EVENTS
 
 
 def envelope(obj, flag=0):
@@ -290,6 +292,11 @@ class TestDirs(EnvdFsCase):
                          ["a", "a/b", "a/y", "z"])
         self.assertEqual(names(self.ok("ListDir", {"path": self.p("t"), "depth": 3})),
                          ["a", "a/b", "a/b/c", "a/b/x", "a/y", "z"])
+        for d in ("nan", "-nan", "-inf", "0"):                   # 1, never (int)NaN
+            self.assertEqual(names(self.ok("ListDir", {"path": self.p("t"), "depth": d})),
+                             ["a", "z"], d)
+        self.assertEqual(names(self.ok("ListDir", {"path": self.p("t"), "depth": "inf"})),
+                         ["a", "a/b", "a/b/c", "a/b/x", "a/y", "z"])
         j = self.ok("ListDir", {"path": self.p("t"), "depth": 2})
         self.assertEqual(j["entries"][1]["name"], "b")            # its own name
         self.assertEqual(j["entries"][1]["type"], "FILE_TYPE_DIRECTORY")
@@ -456,6 +463,43 @@ class TestPollingWatcher(EnvdFsCase):
                                 "resource_exhausted")
         self.ok("RemoveWatcher", {"watcherId": ids[0]})
         self.ok("CreateWatcher", {"path": self.root})
+
+    def make_and_settle(self, wid, names):
+        for n in names:
+            os.mkdir(self.p("w", n))
+        time.sleep(scaled(0.5))         # all read from the kernel
+
+    def test_a_poll_is_bounded(self):
+        """At most WATCH_PUMP_EVENTS per reply, the rest kept for the next."""
+        os.mkdir(self.p("w"))
+        wid = self.ok("CreateWatcher", {"path": self.p("w"), "includeEntry": True})["watcherId"]
+        names = ["d%d" % i for i in range(1000)]
+        self.make_and_settle(wid, names)
+        t = time.monotonic()
+        first = self.ok("GetWatcherEvents", {"watcherId": wid})["events"]
+        print("a poll of %d events with entries: %.3fs" % (len(first), time.monotonic() - t),
+              file=sys.stderr)
+        self.assertEqual(len(first), PUMP)
+        got = list(first)
+        while True:
+            evs = self.ok("GetWatcherEvents", {"watcherId": wid})["events"]
+            self.assertLessEqual(len(evs), PUMP)
+            if not evs:
+                break
+            got.extend(evs)
+        self.assertEqual([e["name"] for e in got], names)
+        self.assertEqual(got[-1]["entry"]["path"], self.p("w", names[-1]))
+
+    def test_gap_loses_nothing_more(self):
+        """Behind the ring: data_loss, then the oldest kept event first."""
+        os.mkdir(self.p("w"))
+        wid = self.ok("CreateWatcher", {"path": self.p("w")})["watcherId"]
+        names = ["d%d" % i for i in range(RING + 100)]
+        self.make_and_settle(wid, names)
+        r = self.rpc("GetWatcherEvents", {"watcherId": wid})
+        self.assertEqual(r.json.get("code"), "data_loss", r.json)
+        evs = self.ok("GetWatcherEvents", {"watcherId": wid})["events"]
+        self.assertEqual(evs[0]["name"], names[100])
 
 
 class TestDownload(EnvdFsCase):

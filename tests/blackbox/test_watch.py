@@ -244,5 +244,47 @@ class TestCli(WatchCase):
         self.assertEqual(p.returncode, 4, err)
 
 
+class TestBigTrees(WatchCase):
+    """A recursive watch of a big tree is scanned a share at each loop turn
+    (WATCH_SCAN_BUDGET): health keeps answering while it is."""
+
+    def tree(self, top, n=80, m=100):
+        for i in range(n):
+            for j in range(m):
+                os.makedirs(os.path.join(top, str(i), str(j)))
+
+    def worst_health(self, seconds):
+        """The slowest /v1/health of those sent for `seconds`."""
+        worst, end = 0.0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            t = time.monotonic()
+            self.assertEqual(self.a.get("/v1/health").status, 200)
+            worst = max(worst, time.monotonic() - t)
+        return worst
+
+    def test_health_during_scans(self):
+        import threading
+        self.tree(os.path.join(self.w, "big"))
+        opened = []
+        th = threading.Thread(target=lambda: opened.append(self.watch(query="&recursive=1")))
+        th.start()
+        worst = self.worst_health(1.0)
+        print("first scan: worst health %.3fs" % worst, file=sys.stderr)
+        th.join(scaled(30))
+        self.assertEqual(opened[0].status, 200)
+        self.assertLess(worst, scaled(0.1), "health stalled during the first scan")
+        # A tree moved in: scanned from the loop, its content told.
+        out = os.path.join(self.root, "out")
+        self.tree(out, 40)
+        os.rename(out, os.path.join(self.w, "moved"))
+        worst = self.worst_health(1.0)
+        print("moved-in scan: worst health %.3fs" % worst, file=sys.stderr)
+        self.assertLess(worst, scaled(0.1), "health stalled during a moved-in scan")
+        last = os.path.join(self.w, "moved", "39", "99")
+        evs = opened[0].until(lambda j: j["path"] == last)
+        self.assertEqual(evs[0]["json"], dict(evs[0]["json"], type="create",
+                                              path=os.path.join(self.w, "moved")))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -261,6 +261,44 @@ START_TEST(recursive_follows_directories)
 }
 END_TEST
 
+/*
+ * A rename whose MOVED_FROM ends a read that its MOVED_TO no longer fits
+ * in (1023 events of 64 bytes and one of 32: 65504 bytes, not a full
+ * buffer) is still one move: the directory's subtree follows it, its
+ * content is not scanned again as new.
+ */
+START_TEST(rename_split_across_reads)
+{
+	struct reader	r;
+	char		name[64], to[64];
+	int		i, fd;
+
+	ck_assert_int_eq(WATCH_READ_BUF, 65536);
+	mkdirat(base, "d", 0755);
+	mkdirat(base, "d/a", 0755);
+	tu_put(base, "d/a/f", "");
+	reader_open(&r, "d", true);
+	ck_assert_int_eq(watch_ndirs(r.w), 2);
+	for (i = 0; i < 1023; i++) {
+		/* 47 bytes: a 48-byte name, a 64-byte event. */
+		snprintf(name, sizeof(name), "d/%046d", i);
+		ck_assert_int_ge(fd = openat(base, name, O_CREAT | O_WRONLY,
+		    0644), 0);
+		close(fd);
+	}
+	snprintf(to, sizeof(to), "d/%046d", 9999);
+	ck_assert_int_eq(renameat(base, "d/a", base, to), 0);
+	settle(&r);
+	snprintf(name, sizeof(name), "rename a\ncreate %046d\n", 9999);
+	ck_assert_ptr_nonnull(strstr(r.log, name));
+	snprintf(name, sizeof(name), "%046d/f\n", 9999);
+	ck_assert_ptr_null(strstr(r.log, name));
+	ck_assert_int_eq(watch_ndirs(r.w), 2);
+	watch_unsubscribe(r.w, &r.sub);
+	watch_close(r.w);
+}
+END_TEST
+
 /* A directory made and filled before its watch was added: not silent. */
 START_TEST(recursive_new_tree_not_silent)
 {
@@ -343,6 +381,14 @@ START_TEST(overflow_is_truncated)
 }
 END_TEST
 
+static bool
+all_dirs(void *arg)
+{
+	struct reader	*r = arg;
+
+	return watch_ndirs(r->w) == WATCH_DIRS_MAX;
+}
+
 /* More directories than a watch holds: one truncated says so. */
 START_TEST(dirs_limit_is_truncated)
 {
@@ -361,6 +407,9 @@ START_TEST(dirs_limit_is_truncated)
 		}
 	}
 	reader_open(&r, "d", true);
+	/* The scan goes on from the loop, a share at each turn. */
+	ck_assert_int_lt(watch_ndirs(r.w), WATCH_DIRS_MAX);
+	ck_assert(tu_run_until(loop, all_dirs, &r, 10.));
 	ck_assert_int_eq(watch_ndirs(r.w), WATCH_DIRS_MAX);
 	reader_drain(&r);
 	ck_assert_ptr_nonnull(strstr(r.log, "truncated "));
@@ -433,6 +482,7 @@ watch_suite(void)
 	tcase_add_test(tc, other_renames_are_renames);
 	tcase_add_test(tc, recursive_follows_directories);
 	tcase_add_test(tc, recursive_new_tree_not_silent);
+	tcase_add_test(tc, rename_split_across_reads);
 	tcase_add_test(tc, directory_removed);
 	tcase_add_test(tc, shared_and_confined);
 	suite_add_tcase(s, tc);
