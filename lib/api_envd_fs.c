@@ -56,8 +56,7 @@ struct efs_path {
 /* A WatchDir stream, owned by its connection. */
 struct efs_stream {
 	struct watch_sub	 sub;
-	ev_timer		 keep;		/* keepalive after silence */
-	ev_timer		 deadline;	/* Connect-Timeout-Ms */
+	struct envd_timers	 tm;		/* keepalive, Connect-Timeout-Ms */
 	ev_check		 resume;	/* budget spent: go on next turn */
 	ev_idle			 spin;		/* ... without blocking first */
 	struct ev_loop		*loop;
@@ -127,14 +126,11 @@ static cJSON	*efs_event(const struct watch_event *, struct efs_names *,
 static int	efs_watch_open(struct http_conn *, struct http_req *,
 		    const cJSON *, const struct envd_user *, struct efs_path *,
 		    struct watch **, struct envd_err *);
-static void	efs_stream_free(struct efs_stream *);
+static void	efs_stream_free(void *);
 static void	efs_stream_pump(struct efs_stream *);
-static void	efs_stream_finish(struct efs_stream *, const struct envd_err *);
 static void	efs_stream_notify(struct watch_sub *);
 static void	efs_stream_drained(struct http_conn *, void *);
 static void	efs_stream_closed(struct http_conn *, void *);
-static void	efs_stream_keep(struct ev_loop *, ev_timer *, int);
-static void	efs_stream_deadline(struct ev_loop *, ev_timer *, int);
 static void	efs_stream_resume(struct ev_loop *, ev_check *, int);
 static void	efs_stream_spin(struct ev_loop *, ev_idle *, int);
 static struct efs_poller *efs_poller_find(const cJSON *);
@@ -765,26 +761,16 @@ efs_watch_open(struct http_conn *c, struct http_req *r, const cJSON *j,
 }
 
 static void
-efs_stream_free(struct efs_stream *s)
+efs_stream_free(void *owner)
 {
-	ev_timer_stop(s->loop, &s->keep);
-	ev_timer_stop(s->loop, &s->deadline);
+	struct efs_stream	*s = owner;
+
+	envd_timers_stop(&s->tm);
 	ev_check_stop(s->loop, &s->resume);
 	ev_idle_stop(s->loop, &s->spin);
 	watch_unsubscribe(s->w, &s->sub);
 	watch_close(s->w);
 	free(s);
-}
-
-/* The end-stream frame (e NULL: {}), the stream freed. */
-static void
-efs_stream_finish(struct efs_stream *s, const struct envd_err *e)
-{
-	struct http_conn	*c = s->c;
-
-	http_conn_own(c, NULL, NULL, NULL);
-	efs_stream_free(s);
-	envd_stream_end(c, e);
 }
 
 /*
@@ -819,7 +805,7 @@ efs_stream_pump(struct efs_stream *s)
 			envd_err_set(&e, "data_loss", "watch '%s': events were "
 			    "lost (the kernel's queue overflowed, or a watch "
 			    "limit); watch again", s->p.abs);
-			efs_stream_finish(s, &e);
+			envd_stream_finish(&s->tm, &e);
 			return;
 		}
 		if (ev == NULL)
@@ -840,11 +826,11 @@ efs_stream_pump(struct efs_stream *s)
 			return;		/* closed: efs_stream_closed frees */
 		}
 		free(txt);
-		ev_timer_again(s->loop, &s->keep);
+		envd_timers_touch(&s->tm);
 	}
 	if (!http_conn_dead(s->c) && watch_gone(s->w) &&
 	    s->cursor >= watch_head(s->w))
-		efs_stream_finish(s, NULL);
+		envd_stream_finish(&s->tm, NULL);
 }
 
 static void
@@ -885,49 +871,21 @@ efs_stream_closed(struct http_conn *c, void *owner)
 }
 
 static void
-efs_stream_keep(struct ev_loop *loop, ev_timer *t, int revents)
-{
-	struct efs_stream	*s = container_of(t, struct efs_stream, keep);
-
-	(void)loop;
-	(void)revents;
-	(void)envd_stream_msg(s->c, "{\"keepalive\":{}}");
-}
-
-/* Connect-Timeout-Ms on WatchDir is the stream's, as the protocol says. */
-static void
-efs_stream_deadline(struct ev_loop *loop, ev_timer *t, int revents)
-{
-	struct efs_stream	*s = container_of(t, struct efs_stream,
-				    deadline);
-	struct envd_err		 e;
-
-	(void)loop;
-	(void)revents;
-	envd_err_set(&e, "deadline_exceeded", "the stream's deadline "
-	    "(Connect-Timeout-Ms) passed");
-	efs_stream_finish(s, &e);
-}
-
-static void
 efs_watchdir(struct http_conn *c, struct http_req *r)
 {
 	struct envd_user	 u;
 	struct envd_err		 e;
 	struct efs_stream	*s = NULL;
 	struct watch		*w = NULL;
-	uint64_t		 ms = 0;
+	uint64_t		 ms;
 	cJSON			*j = NULL;
 
+	/* Connect-Timeout-Ms on WatchDir is the stream's, as the protocol
+	   says. */
 	if (envd_request_user(api_of(c)->envd, r, &u, &e) == -1 ||
-	    (j = envd_stream_body(r, &e)) == NULL)
+	    (j = envd_stream_body(r, &e)) == NULL ||
+	    envd_timeout(r, &ms, &e) == -1)
 		goto fail;
-	if (connect_timeout_ms(http_header(r, "Connect-Timeout-Ms"), &ms) ==
-	    -1) {
-		envd_err_set(&e, "invalid_argument", "Connect-Timeout-Ms: "
-		    "malformed");
-		goto fail;
-	}
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		envd_err_set(&e, "resource_exhausted", "out of memory");
 		goto fail;
@@ -941,9 +899,8 @@ efs_watchdir(struct http_conn *c, struct http_req *r)
 	s->cursor = watch_head(w);
 	s->sub.notify = efs_stream_notify;
 	cJSON_Delete(j);
-	ev_timer_init(&s->keep, efs_stream_keep, envd_keepalive(r),
-	    envd_keepalive(r));
-	ev_timer_init(&s->deadline, efs_stream_deadline, ms / 1000.0, 0.);
+	envd_timers_init(&s->tm, s->loop, c, r, "{\"keepalive\":{}}",
+	    efs_stream_free, s);
 	ev_check_init(&s->resume, efs_stream_resume);
 	ev_idle_init(&s->spin, efs_stream_spin);
 	http_conn_own(c, s, efs_stream_drained, efs_stream_closed);
@@ -952,9 +909,7 @@ efs_watchdir(struct http_conn *c, struct http_req *r)
 	    envd_stream_msg(c, "{\"start\":{}}") == -1)
 		return;			/* efs_stream_closed frees s */
 	watch_subscribe(w, &s->sub);
-	ev_timer_start(s->loop, &s->keep);
-	if (ms > 0)
-		ev_timer_start(s->loop, &s->deadline);
+	envd_timers_start(&s->tm, ms);
 	efs_stream_pump(s);
 	return;
 fail:
