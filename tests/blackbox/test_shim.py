@@ -6,6 +6,7 @@ import hashlib
 import http.client
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -399,26 +400,31 @@ class TestShimForwarding(ShimTestCase):
         s.close()
 
 
-class TestShimWebSocket(ShimTestCase):
-    """The agent has no WebSocket route yet: a fake backend on a unix socket
-    answers the upgrade with 101 and then echoes, proving the splice."""
+class FakeBackendCase(ShimTestCase):
+    """A shim in front of a fake backend on a unix socket (self.backend, on
+    a thread), which sees exactly what the shim forwards."""
 
     def setUp(self):
         AgentTestCase.setUp(self)
         import tempfile
-        self.tmp = tempfile.mkdtemp(prefix="tend-shim-ws-")
+        self.tmp = tempfile.mkdtemp(prefix="tend-shim-fake-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
         os.chmod(self.tmp, 0o711)
         self.path = os.path.join(self.tmp, "fake.sock")
         self.srv = socket.socket(socket.AF_UNIX)
         self.srv.bind(self.path)
         os.chmod(self.path, 0o666)
-        self.srv.listen(4)
+        self.srv.listen(8)
+        self.addCleanup(self.srv.close)
         self.seen = []
-        self.t = threading.Thread(target=self.backend, daemon=True)
-        self.t.start()
-        self.shim = Shim(self.path, tmp=self.tmp)
-        self.addCleanup(self.shim.close)
-        self.shim.wait_listening()
+        threading.Thread(target=self.backend, daemon=True).start()
+        self.shim = self.start_shim(self.path, tmp=self.tmp)
+
+
+class TestShimWebSocket(FakeBackendCase):
+    """The fake backend answers the upgrade with 101 and then echoes,
+    proving the splice of any upgrade byte for byte (TestShimTerminal
+    runs the agent's own terminal through it)."""
 
     def backend(self):
         try:
@@ -442,9 +448,6 @@ class TestShimWebSocket(ShimTestCase):
                 break
             c.sendall(b)
         c.close()
-
-    def tearDown(self):
-        self.srv.close()
 
     def test_upgrade_is_spliced_both_ways(self):
         s = socket.create_connection(("127.0.0.1", self.shim.port), timeout=scaled(10))
@@ -515,24 +518,9 @@ class TestShimTerminal(ShimTestCase):
         self.assertEqual(end["code"], 5, end)
 
 
-class TestShimHeaders(ShimTestCase):
-    """What the agent receives, seen by a fake backend on a unix socket that
-    records each request head and answers 200 with Connection: close."""
-
-    def setUp(self):
-        AgentTestCase.setUp(self)
-        import tempfile
-        self.tmp = tempfile.mkdtemp(prefix="tend-shim-hdr-")
-        os.chmod(self.tmp, 0o711)
-        self.path = os.path.join(self.tmp, "fake.sock")
-        self.srv = socket.socket(socket.AF_UNIX)
-        self.srv.bind(self.path)
-        os.chmod(self.path, 0o666)
-        self.srv.listen(8)
-        self.addCleanup(self.srv.close)
-        self.seen = []
-        threading.Thread(target=self.backend, daemon=True).start()
-        self.shim = self.start_shim(self.path, tmp=self.tmp)
+class TestShimHeaders(FakeBackendCase):
+    """What the agent receives, seen by the fake backend, which records
+    each request head and answers 200 with Connection: close."""
 
     def backend(self):
         while True:
