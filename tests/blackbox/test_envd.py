@@ -417,7 +417,8 @@ class TestProcesses(EnvdCase):
     def test_exit_code_of_an_ended_command_stays_for_connect(self):
         fr = self.run_stream(sh("exit 7", tag="gone"))
         pid = events(fr)[0][1]["pid"]
-        time.sleep(1)
+        # Past the 30 s after which envd forgets an ended command.
+        time.sleep(31)
         for sel in ({"tag": "gone"}, {"pid": pid}):
             fr = self.run_stream({"process": sel}, rpc="Connect")
             ev = events(fr)
