@@ -103,6 +103,8 @@ static int	efs_status(int);
 static void	efs_fail(struct envd_err *, int, const char *, const char *);
 static int	efs_child(const struct efs_path *, const char *,
 		    struct efs_path *);
+static int	efs_mkdirs(const struct files_root *, const char *,
+		    const struct envd_user *);
 static int	efs_mkparents(const struct files_root *, const char *,
 		    const struct envd_user *);
 static int	efs_resolve(struct http_conn *, const struct envd_user *,
@@ -250,6 +252,18 @@ efs_child(const struct efs_path *dir, const char *name, struct efs_path *out)
 	return 0;
 }
 
+/*
+ * rel and its missing parents, made for the user: owned by it when the
+ * agent is root (else by the agent), mode 0755.
+ */
+static int
+efs_mkdirs(const struct files_root *root, const char *rel,
+    const struct envd_user *u)
+{
+	return files_mkdirs_owned(root, rel, 0755, geteuid() == 0 ? u->uid :
+	    (uid_t)-1, u->gid);
+}
+
 /* The parents of rel made, owned by u as envd makes them. */
 static int
 efs_mkparents(const struct files_root *root, const char *rel,
@@ -261,8 +275,7 @@ efs_mkparents(const struct files_root *root, const char *rel,
 	if ((slash = strrchr(parent, '/')) == NULL)
 		return 0;
 	*slash = '\0';
-	return files_mkdirs_owned(root, parent, 0755, geteuid() == 0 ?
-	    u->uid : (uid_t)-1, u->gid);
+	return efs_mkdirs(root, parent, u);
 }
 
 /* The message's string field (absent: "", proto3's default), resolved. */
@@ -520,8 +533,7 @@ efs_makedir(struct http_conn *c, struct http_req *r)
 			    "exists but it is not a directory: %s", p.abs);
 		goto fail;
 	}
-	if (files_mkdirs_owned(root, p.rel, 0755, geteuid() == 0 ? u.uid :
-	    (uid_t)-1, u.gid) == -1) {
+	if (efs_mkdirs(root, p.rel, &u) == -1) {
 		efs_fail(&e, errno, "make directory", p.abs);
 		goto fail;
 	}
