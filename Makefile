@@ -215,18 +215,21 @@ $(BUILD)/spawnbench: tests/bench/spawn.c
 # ------------------------------------------------------------------
 # The static binary and the images (README, "A container image").
 #
-# build/tend-static is the same objects linked -static against the
-# Debian libraries' archives (libarchive's tar objects only, see
-# lib/tar.c; zlib for its gzip reader) and cJSON compiled from Debian's
-# source package, which `scripts/setup static` unpacks into build/
-# (Debian ships no libcjson.a; nothing of cJSON is in the repository).
-# --fatal-warnings: glibc warns at link time about each call that needs
-# NSS at run time (getpwnam, initgroups, getaddrinfo, ...), which a
-# static binary cannot honour; one such call stops the build.  Linked
-# as $@.full (symbols, for nm and gdb), then stripped, at most
-# STATIC_MAX bytes (DESIGN §8).
-STATIC_CJSON	 = $(firstword $(wildcard build/cjson-*/cJSON.c))
-STATIC_LIBS	:= -lev -lhttp_parser -larchive -lz -lnettle -lseccomp -lm
+# build/tend-static is the same objects linked -static against musl
+# and the libraries compiled for it from Debian's source packages
+# (scripts/setup static fetches them into build/src, scripts/static-libs
+# builds them into build/musl; nothing of them is in the repository):
+# Debian's own static libraries are built for glibc, whose static libc
+# alone (920 KB of the old glibc binary's 1.63 MB) was most of the
+# agent's idle RSS, every page of the binary being mapped once it runs.
+# static/musl.h (forced in with -include) and static/musl.c supply the
+# few glibc extensions tend calls.  Linked as $@.full (symbols, for nm
+# and gdb), then stripped, at most STATIC_MAX bytes (DESIGN §8).
+MUSL		:= $(BUILD)/musl
+MUSL_CC		:= musl-gcc -isystem $(MUSL)/include
+MUSL_CFLAGS	 = $(filter-out -iquote lib,$(CFLAGS)) -iquote lib \
+		   -iquote static -include static/musl.h
+STATIC_LIBS	:= -lev -lhttp_parser -larchive -lz -lnettle -lseccomp -lcjson
 STATIC_MAX	:= 2097152
 DOCKER		?= docker
 IMAGE		?= tend
@@ -247,39 +250,37 @@ blackbox-static: static
 
 static:
 	@scripts/setup static
+	@scripts/static-libs
 	@$(MAKE) --no-print-directory $(BUILD)/tend-static
 
 # The static binary's own objects are built for size: every page of it
 # is mapped once it runs (fault-around), so its size is most of the
 # agent's idle RSS.  -Os, no unwind tables (C without exceptions or
 # cancellation never unwinds; -g keeps .debug_frame for gdb) and unused
-# sections dropped (cJSON too, the pattern covers it): 1,785,160 ->
-# 1,629,480 bytes, idle RSS 1720 -> 1600 KiB.
+# sections dropped.
 STATIC_OPT	:= -Os -g -fno-asynchronous-unwind-tables -ffunction-sections \
 		   -fdata-sections
 STATIC_OBJ	:= $(patsubst $(BUILD)/%,$(BUILD)/static/%,$(AGENT_OBJ) $(LIB_OBJ) \
-		   $(BUILD)/gen/openapi.o)
+		   $(BUILD)/gen/openapi.o) $(BUILD)/static/musl.o
 
 $(BUILD)/static/%.o: OPT := $(STATIC_OPT)
-$(BUILD)/static/%.o: %.c $(wildcard lib/*.h agent/*.h)
+$(BUILD)/static/%.o: %.c $(wildcard lib/*.h agent/*.h) static/musl.h
 	@mkdir -p $(dir $@)
 	@echo "CC $< (static)"
-	@$(CC) $(CFLAGS) -c -o $@ $<
+	@$(MUSL_CC) $(MUSL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/static/musl.o: static/musl.c static/musl.h
+	@mkdir -p $(dir $@)
+	@echo "CC $< (static)"
+	@$(MUSL_CC) $(MUSL_CFLAGS) -c -o $@ $<
 
 $(BUILD)/static/gen/openapi.o: $(BUILD)/gen/openapi.c
 	@mkdir -p $(dir $@)
-	@$(CC) $(CFLAGS) -c -o $@ $<
+	@$(MUSL_CC) $(MUSL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/static/cJSON.o: $(STATIC_CJSON) Makefile
-	@test -n "$(STATIC_CJSON)" || \
-	    { echo "static: no cJSON source (scripts/setup static)" >&2; exit 1; }
-	@mkdir -p $(dir $@)
-	@echo "CC $(STATIC_CJSON) (Debian's source package)"
-	@$(CC) $(OPT) -std=c89 -c -o $@ $(STATIC_CJSON)
-
-$(BUILD)/tend-static: $(STATIC_OBJ) $(BUILD)/static/cJSON.o
-	$(CC) $(CFLAGS) $(LDFLAGS) -static -Wl,--gc-sections \
-	    -Wl,--fatal-warnings -o $@.full $^ $(STATIC_LIBS)
+$(BUILD)/tend-static: $(STATIC_OBJ)
+	$(MUSL_CC) $(CFLAGS) $(LDFLAGS) -static -Wl,--gc-sections \
+	    -Wl,--fatal-warnings -o $@.full $^ -L$(MUSL)/lib $(STATIC_LIBS)
 	strip -o $@ $@.full
 	@n=$$(stat -c %s $@); echo "static: $@ $$n bytes stripped"; \
 	    [ $$n -le $(STATIC_MAX) ] || \

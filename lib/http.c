@@ -227,7 +227,7 @@ http_bind(const char *path)
 		return -1;
 	}
 	umask(old);
-	if (chmod(path, 0600) == -1 || listen(fd, SOMAXCONN) == -1) {
+	if (chmod(path, 0600) == -1 || listen(fd, HTTP_BACKLOG) == -1) {
 		saved = errno;
 		close(fd);
 		errno = saved;

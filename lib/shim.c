@@ -201,7 +201,7 @@ shim_bind(const struct sockaddr_storage *ss, socklen_t len)
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on,
 		    sizeof(on));
 	if (bind(fd, (const struct sockaddr *)ss, len) == -1 ||
-	    listen(fd, SOMAXCONN) == -1) {
+	    listen(fd, HTTP_BACKLOG) == -1) {
 		saved = errno;
 		close(fd);
 		errno = saved;

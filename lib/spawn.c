@@ -670,9 +670,14 @@ spawn_attr(posix_spawnattr_t *attr, const struct spawn_opts *o)
 	 * glibc's sigfillset leaves out the two signals it reserves (32,
 	 * 33), and its posix_spawn then sets them to SIG_IGN in the child
 	 * (ignored dispositions survive exec).  Add them by hand: the set is
-	 * only handed to posix_spawn's own "reset to default" loop.
+	 * only handed to posix_spawn's own "reset to default" loop.  musl
+	 * reserves 32 to 34 the same way (the static build).
 	 */
+#ifdef __GLIBC__
 	all.__val[0] |= 1UL << (32 - 1) | 1UL << (33 - 1);
+#else
+	all.__bits[0] |= 1UL << (32 - 1) | 1UL << (33 - 1) | 1UL << (34 - 1);
+#endif
 	sigemptyset(&none);
 	if (o->setsid)
 		flags |= POSIX_SPAWN_SETSID;

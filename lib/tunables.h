@@ -11,6 +11,7 @@
 #define HTTP_MAX_BODY		(1024 * 1024)	/* buffered (JSON) bodies */
 #define HTTP_MAX_HEADERS	64
 #define HTTP_MAX_CONNS		512
+#define HTTP_BACKLOG		4096		/* listen(2); the kernel caps it at somaxconn */
 #define HTTP_OUT_HIGH		(64 * 1024)	/* pause a stream above this */
 #define HTTP_OUT_READ_MAX	(256 * 1024)	/* no next request above this */
 #define HTTP_IDLE_TIMEOUT	120.0		/* s, idle keep-alive connection */

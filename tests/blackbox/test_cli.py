@@ -459,6 +459,11 @@ class ApiCase(CliCase):
         r = self.agent.request(method, path, body=body, headers=headers)
         return r
 
+    def ended(self, pid_id, *argv):
+        self.start(pid_id, *argv)
+        self.agent.wait_ended(pid_id)
+        return pid_id
+
     def assertRaw(self, r, route_body):
         """stdout is the route's body as it came, and a newline."""
         self.assertEqual(r.returncode, 0, r)
@@ -483,11 +488,6 @@ class ApiCase(CliCase):
 
 class TestJson(ApiCase):
     """Every command's --json is the route's reply, byte for byte."""
-
-    def ended(self, pid_id, *argv):
-        self.start(pid_id, *argv)
-        self.agent.wait_ended(pid_id)
-        return pid_id
 
     def test_health(self):
         r = self.ok("health", "--json")
@@ -615,7 +615,7 @@ class TestExitCodes(ApiCase):
 
     def test_0_ok(self):
         self.assertEqual(self.tend("health").returncode, 0)
-        self.assertRaw(self.ok("status", "--json", self.start("ec-0", "true")),
+        self.assertRaw(self.ok("status", "--json", self.ended("ec-0", "true")),
                        self.route("GET", "/v1/processes/ec-0").body)
 
     def test_1_refused(self):
