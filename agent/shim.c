@@ -56,6 +56,7 @@ static const int shim_syscalls[] = {
 	SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(futex),
 	SCMP_SYS(clock_gettime), SCMP_SYS(exit), SCMP_SYS(exit_group),
 	SCMP_SYS(getpid),
+	SCMP_SYS(restart_syscall),	/* a call resumed after a tracer's stop */
 };
 
 static void
