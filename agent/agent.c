@@ -113,7 +113,6 @@ static pid_t		 main_pid = -1;	/* wrapper mode's command */
 static int		 main_status = -1;
 static int		 exit_code;
 static bool		 shutting_down, killed_all;
-static ev_child		 reaper;
 static ev_signal	 sigs[8];
 static ev_timer		 grace_timer;
 static ev_io		 log_io;	/* stderr full: flush when writable */
@@ -126,7 +125,7 @@ static void	agent_shim_options(void);
 static void	agent_shim_start(void);
 static void	agent_socket_dir(void);
 static pid_t	agent_spawn_main(char **);
-static void	agent_reap_cb(struct ev_loop *, ev_child *, int);
+static bool	agent_reaped(pid_t, int);
 static void	agent_signal_cb(struct ev_loop *, ev_signal *, int);
 static void	agent_grace_cb(struct ev_loop *, ev_timer *, int);
 static void	agent_shutdown(void);
@@ -490,9 +489,11 @@ agent_main(int argc, char **argv)
 	 * frame, sigreturn and eventfd write and read (2,000 orphans: 2,700
 	 * syscalls less).  The watched signals are then blocked in the agent;
 	 * spawn resets the mask of every child it execs, and the children
-	 * forked without exec (syncfs, tar) need none of them.
+	 * forked without exec (syncfs, tar) need none of them.  Not the
+	 * default loop: its own SIGCHLD watcher would reap behind the back
+	 * of lib/child.c, which has a signalfd of its own for SIGCHLD.
 	 */
-	loop = ev_default_loop(EVFLAG_SIGNALFD);
+	loop = ev_loop_new(EVFLAG_SIGNALFD);
 	if (loop == NULL)
 		fatalx("event=loop_failed");
 	ev_init(&log_io, agent_log_cb);
@@ -533,8 +534,8 @@ agent_main(int argc, char **argv)
 		fatal("event=envd_init_failed");
 	api.envd = &envd;
 
-	ev_child_init(&reaper, agent_reap_cb, 0, 0);
-	ev_child_start(loop, &reaper);
+	if (child_reap_start(loop, agent_reaped) == -1)
+		fatal("event=reaper_failed");
 	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
 		ev_signal_init(&sigs[i], agent_signal_cb, forwarded[i]);
 		ev_signal_start(loop, &sigs[i]);
@@ -623,30 +624,33 @@ agent_log_cb(struct ev_loop *l, ev_io *w, int revents)
 		ev_io_stop(l, w);
 }
 
-/* The one reap loop: libev's SIGCHLD handler called waitpid(-1). */
-static void
-agent_reap_cb(struct ev_loop *l, ev_child *w, int revents)
+/*
+ * The one reap loop's (lib/child.c) every child but the tar helpers:
+ * false for an orphan, which proc_reaped counts (a terminal's leader is
+ * one too, for this purpose: nobody waits on its status to reply).
+ */
+static bool
+agent_reaped(pid_t pid, int wstatus)
 {
-	(void)l;
-	(void)revents;
-	if (child_reaped(w->rpid, w->rstatus))
-		return;			/* a tar child (lib/child.c) */
-	if (w->rpid == main_pid) {
-		main_status = w->rstatus;
+	uint64_t	orphans = tab.orphans;
+
+	if (pid == main_pid) {
+		main_status = wstatus;
 		main_pid = -1;
 		exit_code = WIFSIGNALED(main_status) ?
 		    128 + WTERMSIG(main_status) : WEXITSTATUS(main_status);
 		log_info("event=main_exited code=%d", exit_code);
 		agent_shutdown();
-		return;
+		return true;
 	}
-	if (shimctl_reaped(w->rpid, w->rstatus)) {
+	if (shimctl_reaped(pid, wstatus)) {
 		if (shutting_down)
 			agent_maybe_done();
-		return;
+		return true;
 	}
-	proc_reaped(&tab, w->rpid, w->rstatus);
-	term_reaped(&terms, w->rpid, w->rstatus);
+	proc_reaped(&tab, pid, wstatus);
+	term_reaped(&terms, pid, wstatus);
+	return tab.orphans == orphans;
 }
 
 static void
