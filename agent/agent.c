@@ -485,15 +485,14 @@ agent_main(int argc, char **argv)
 		log_warn("event=subreaper_failed");
 
 	/*
-	 * Signals through a signalfd: a SIGCHLD is one read, not a handler's
-	 * frame, sigreturn and eventfd write and read (2,000 orphans: 2,700
-	 * syscalls less).  The watched signals are then blocked in the agent;
-	 * spawn resets the mask of every child it execs, and the children
-	 * forked without exec (syncfs, tar) need none of them.  Not the
-	 * default loop: its own SIGCHLD watcher would reap behind the back
-	 * of lib/child.c, which has a signalfd of its own for SIGCHLD.
+	 * SIGCHLD is lib/child.c's, on a signalfd of its own; the loop is not
+	 * libev's default one, whose SIGCHLD watcher would reap behind its
+	 * back.  The other signals (rare: shutdown, forwarding) go through
+	 * libev's handlers, not a second signalfd: every signal a process
+	 * gets wakes all of its signalfds in epoll, so a burst of SIGCHLD
+	 * would wake the loop once more per death for nothing.
 	 */
-	loop = ev_loop_new(EVFLAG_SIGNALFD);
+	loop = ev_loop_new(EVFLAG_AUTO);
 	if (loop == NULL)
 		fatalx("event=loop_failed");
 	ev_init(&log_io, agent_log_cb);
