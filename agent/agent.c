@@ -624,9 +624,10 @@ agent_log_cb(struct ev_loop *l, ev_io *w, int revents)
 }
 
 /*
- * The one reap loop's (lib/child.c) every child but the tar helpers:
- * false for an orphan, which proc_reaped counts (a terminal's leader is
- * one too, for this purpose: nobody waits on its status to reply).
+ * Each child the reap loop (lib/child.c) reaps, the tar helpers aside:
+ * true for one of ours (the main child, the shim, a record's root),
+ * false for an orphan as proc_reaped counts them (a terminal's leader
+ * too: no reply waits on its status, the pty's end comes apart).
  */
 static bool
 agent_reaped(pid_t pid, int wstatus)

@@ -6,10 +6,10 @@
  * namespace) with waitpid(-1, WNOHANG) until none is left, woken by
  * SIGCHLD through a signalfd of its own.  Each status is offered first to
  * child_reaped (the helpers), then to the caller's function, which says
- * whether the pid was one it launched.  A pass that reaped an orphan
- * (nobody's launch) means a burst may be under way: the next pass is
- * CHILD_REAP_HOLDOFF later, not at the next SIGCHLD, so that a burst of
- * deaths costs one pass per hold-off instead of one per death.
+ * whether the pid was one it launched.  Orphans (nobody's launch) that
+ * die close together are a burst: until it is over, the next pass is
+ * CHILD_REAP_HOLDOFF after the last, not at the next SIGCHLD, so that a
+ * burst costs one pass per hold-off instead of one per death.
  *
  * A module that forks a helper registers its pid with child_watch.  A
  * watcher that no longer wants the status (its client went away)
