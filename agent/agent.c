@@ -113,7 +113,6 @@ static pid_t		 main_pid = -1;	/* wrapper mode's command */
 static int		 main_status = -1;
 static int		 exit_code;
 static bool		 shutting_down, killed_all;
-static ev_child		 reaper;
 static ev_signal	 sigs[8];
 static ev_timer		 grace_timer;
 static ev_io		 log_io;	/* stderr full: flush when writable */
@@ -126,7 +125,7 @@ static void	agent_shim_options(void);
 static void	agent_shim_start(void);
 static void	agent_socket_dir(void);
 static pid_t	agent_spawn_main(char **);
-static void	agent_reap_cb(struct ev_loop *, ev_child *, int);
+static bool	agent_reaped(pid_t, int);
 static void	agent_signal_cb(struct ev_loop *, ev_signal *, int);
 static void	agent_grace_cb(struct ev_loop *, ev_timer *, int);
 static void	agent_shutdown(void);
@@ -486,13 +485,14 @@ agent_main(int argc, char **argv)
 		log_warn("event=subreaper_failed");
 
 	/*
-	 * Signals through a signalfd: a SIGCHLD is one read, not a handler's
-	 * frame, sigreturn and eventfd write and read (2,000 orphans: 2,700
-	 * syscalls less).  The watched signals are then blocked in the agent;
-	 * spawn resets the mask of every child it execs, and the children
-	 * forked without exec (syncfs, tar) need none of them.
+	 * SIGCHLD is lib/child.c's, on a signalfd of its own; the loop is not
+	 * libev's default one, whose SIGCHLD watcher would reap behind its
+	 * back.  The other signals (rare: shutdown, forwarding) go through
+	 * libev's handlers, not a second signalfd: every signal a process
+	 * gets wakes all of its signalfds in epoll, so a burst of SIGCHLD
+	 * would wake the loop once more per death for nothing.
 	 */
-	loop = ev_default_loop(EVFLAG_SIGNALFD);
+	loop = ev_loop_new(EVFLAG_AUTO);
 	if (loop == NULL)
 		fatalx("event=loop_failed");
 	ev_init(&log_io, agent_log_cb);
@@ -533,8 +533,8 @@ agent_main(int argc, char **argv)
 		fatal("event=envd_init_failed");
 	api.envd = &envd;
 
-	ev_child_init(&reaper, agent_reap_cb, 0, 0);
-	ev_child_start(loop, &reaper);
+	if (child_reap_start(loop, agent_reaped) == -1)
+		fatal("event=reaper_failed");
 	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
 		ev_signal_init(&sigs[i], agent_signal_cb, forwarded[i]);
 		ev_signal_start(loop, &sigs[i]);
@@ -623,30 +623,34 @@ agent_log_cb(struct ev_loop *l, ev_io *w, int revents)
 		ev_io_stop(l, w);
 }
 
-/* The one reap loop: libev's SIGCHLD handler called waitpid(-1). */
-static void
-agent_reap_cb(struct ev_loop *l, ev_child *w, int revents)
+/*
+ * Each child the reap loop (lib/child.c) reaps, the tar helpers aside:
+ * true for one of ours (the main child, the shim, a record's root),
+ * false for an orphan as proc_reaped counts them (a terminal's leader
+ * too: no reply waits on its status, the pty's end comes apart).
+ */
+static bool
+agent_reaped(pid_t pid, int wstatus)
 {
-	(void)l;
-	(void)revents;
-	if (child_reaped(w->rpid, w->rstatus))
-		return;			/* a tar child (lib/child.c) */
-	if (w->rpid == main_pid) {
-		main_status = w->rstatus;
+	uint64_t	orphans = tab.orphans;
+
+	if (pid == main_pid) {
+		main_status = wstatus;
 		main_pid = -1;
 		exit_code = WIFSIGNALED(main_status) ?
 		    128 + WTERMSIG(main_status) : WEXITSTATUS(main_status);
 		log_info("event=main_exited code=%d", exit_code);
 		agent_shutdown();
-		return;
+		return true;
 	}
-	if (shimctl_reaped(w->rpid, w->rstatus)) {
+	if (shimctl_reaped(pid, wstatus)) {
 		if (shutting_down)
 			agent_maybe_done();
-		return;
+		return true;
 	}
-	proc_reaped(&tab, w->rpid, w->rstatus);
-	term_reaped(&terms, w->rpid, w->rstatus);
+	proc_reaped(&tab, pid, wstatus);
+	term_reaped(&terms, pid, wstatus);
+	return tab.orphans == orphans;
 }
 
 static void

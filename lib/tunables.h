@@ -127,6 +127,14 @@
 /* Supplementary groups of a child (on the stack of spawn's fork path). */
 #define USER_GROUPS_MAX		1024
 
+/* The reap loop (lib/child.c). */
+/*
+ * s: an orphan reaped this soon after another (or two in one pass) is a
+ * burst; until a pass reaps none, passes are this far apart, not one
+ * per SIGCHLD.
+ */
+#define CHILD_REAP_HOLDOFF	0.005
+
 /* The process table (lib/proc.c). */
 #define PROC_DRAIN_ROUNDS	16	/* pipe reads per wakeup, then yield */
 /* "All that is readable now", bounded against a writer that never stops. */
