@@ -270,7 +270,7 @@ api_sandbox_cwd_path(const struct api_files *f, const char **cwd,
  * container (its sessions start there), made first if it is missing as a
  * bridge write makes it; if it cannot be made, in the agent's directory.
  */
-static const char *
+const char *
 api_sandbox_default_cwd(const struct api_files *f)
 {
 	return fsutil_mkdirs(AT_FDCWD, api_files_workspace(f)) == 0 ?
@@ -405,7 +405,7 @@ api_sandbox_term_create(struct http_conn *c, struct http_req *r)
 	const char	*cwd;
 	char		 buf[PATH_MAX];
 
-	if (api_sandbox_body_cwd(c, r, false, &cwd, buf) == 0)
+	if (api_sandbox_body_cwd(c, r, true, &cwd, buf) == 0)
 		api_term_create_cwd(c, r, cwd);
 }
 

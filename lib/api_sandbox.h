@@ -23,6 +23,11 @@ void	api_sandbox_name(char *out, size_t n);
 /* o->cwd absolute and in the workspace once normalised (into buf), or 403. */
 int	api_sandbox_cwd(const struct api_files *, struct proc_opts *,
 	    char buf[PATH_MAX], struct api_err *);
+/*
+ * Where a namespace command without a cwd runs: the workspace, made if
+ * missing; NULL (the agent's directory) if it cannot be made.
+ */
+const char	*api_sandbox_default_cwd(const struct api_files *);
 /* The same for *cwd (NULL: nothing to check), which then points into buf. */
 int	api_sandbox_cwd_path(const struct api_files *, const char **cwd,
 	    char buf[PATH_MAX], struct api_err *);

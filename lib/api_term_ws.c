@@ -686,8 +686,9 @@ api_pty_id(struct http_req *r, char *q, size_t n)
 
 /*
  * The query's cwd confined to the workspace, as the bridge's exec's:
- * *cwd NULL when there is none, else the normalised copy in buf; -1
- * with 403.  One too long for a path is not in the workspace either.
+ * the normalised copy in buf, or the default (the workspace) when there
+ * is none; -1 with 403.  One too long for a path is not in the workspace
+ * either.
  */
 static int
 api_pty_cwd(struct api *a, struct http_req *r, const char **cwd,
@@ -698,8 +699,10 @@ api_pty_cwd(struct api *a, struct http_req *r, const char **cwd,
 
 	*cwd = NULL;
 	if ((rc = http_query(r, "cwd", q, sizeof(q))) == 0 ||
-	    (rc == 1 && q[0] == '\0'))
+	    (rc == 1 && q[0] == '\0')) {
+		*cwd = api_sandbox_default_cwd(a->files);
 		return 0;
+	}
 	*cwd = rc == 1 ? q : "";
 	return api_sandbox_cwd_path(a->files, cwd, buf, e);
 }

@@ -593,6 +593,25 @@ class TestPtyWorkspace(TermCase):
         r = a.post("/v1/terminals", {"argv": ["/bin/pwd"], "cwd": "/tmp"})
         self.assertEqual((r.status, r.json["cwd"]), (200, "/tmp"))
 
+    def test_without_cwd_in_the_workspace(self):
+        # As a namespace process: the workspace, made when missing.
+        a = self.a
+        os.rmdir(os.path.join(self.ws, "b"))
+        os.rmdir(self.ws)
+        r = a.post("/v1/sandbox/sb1/terminals", {"argv": ["/bin/pwd"]})
+        self.assertEqual((r.status, r.json["cwd"]), (200, self.ws), r)
+        self.wait_out(a, r.json, ("%s\r\n" % self.ws).encode())
+
+        async def go():
+            c = await ws_open(a, "/v1/sandbox/sb1/pty?shell=/bin/sh", bridge=True)
+            await c.send(b"pwd\n")
+            await c.wait_out(("%s\r\n" % self.ws).encode())
+            await c.ws.close()
+        run(go())
+        # tend's own namespace keeps the agent's directory.
+        r = a.post("/v1/terminals", {"argv": ["/bin/pwd"]})
+        self.assertNotEqual(r.json.get("cwd"), self.ws, r)
+
 
 class TestTendTerm(TermCase):
     """tend term driven through a pseudo-terminal (Python's pty module)."""
