@@ -204,7 +204,8 @@ run: setup all
 
 # One table of DESIGN §8's figures, each against its limit measured in
 # the same run, also in build/bench.json (BENCH="--quick --only exec,idle").
-bench: all $(BUILD)/spawnbench
+# The static binary too: idle RSS and its size are its figures.
+bench: all static $(BUILD)/spawnbench
 	@scripts/setup bench
 	SPAWNBENCH=$(abspath $(BUILD)/spawnbench) TEND_BIN=$(abspath $(BUILD)/tend) scripts/bench $(BENCH)
 
