@@ -99,6 +99,8 @@ static pid_t	spawn_posix(const struct spawn_opts *, bool *);
 static int	spawn_attr(posix_spawnattr_t *, const struct spawn_opts *);
 static int	spawn_actions(posix_spawn_file_actions_t *,
 		    const struct spawn_opts *);
+static char	**spawn_sh_argv(const char *, char *const *);
+static void	spawn_child_exec(const struct spawn_opts *);
 static int	spawn_sh(pid_t *, const char *, posix_spawn_file_actions_t *,
 		    posix_spawnattr_t *, char *const *, char *const *);
 
@@ -555,8 +557,7 @@ spawn_child(const struct spawn_opts *o, const struct spawn_groups *g,
 	f.stage = SPAWN_STAGE_RUN;
 	if (o->has_user && spawn_child_user(o, g) == -1)
 		goto fail;
-	environ = (char **)o->envp;
-	execvp(o->argv[0], o->argv);
+	spawn_child_exec(o);
 fail:
 	f.err = errno;
 	(void)!write(errfd, &f, sizeof(f));
@@ -715,19 +716,50 @@ spawn_sh(pid_t *pid, const char *path, posix_spawn_file_actions_t *fa,
     posix_spawnattr_t *attr, char *const *argv, char *const *envp)
 {
 	char	**v;
-	size_t	  n = 0;
 	int	  rc;
+
+	if ((v = spawn_sh_argv(path, argv)) == NULL)
+		return ENOMEM;
+	rc = posix_spawn(pid, "/bin/sh", fa, attr, v, envp);
+	free(v);
+	return rc;
+}
+
+/* sh's argv for the script at path: "sh", path, argv[1]... */
+static char **
+spawn_sh_argv(const char *path, char *const *argv)
+{
+	char	**v;
+	size_t	  n = 0;
 
 	while (argv[n] != NULL)
 		n++;
 	if ((v = calloc(n + 2, sizeof(char *))) == NULL)
-		return ENOMEM;
+		return NULL;
 	v[0] = "sh";
 	v[1] = (char *)path;
 	memcpy(v + 2, argv + 1, n * sizeof(char *));	/* with the NULL */
-	rc = posix_spawn(pid, "/bin/sh", fa, attr, v, envp);
-	free(v);
-	return rc;
+	return v;
+}
+
+/*
+ * The exec of a forked child, as the posix_spawn path makes it: the
+ * PATH search of spawn_which (relative entries from the cwd it is in
+ * now), a file without #! through /bin/sh.  Not execvp: musl's (the
+ * static build's) runs no such script and searches another PATH when
+ * there is none.  Returns only on failure, errno set.
+ */
+static void
+spawn_child_exec(const struct spawn_opts *o)
+{
+	char	path[PATH_MAX], **v;
+
+	if (spawn_which(o->envp, NULL, o->argv[0], path, sizeof(path)) == -1)
+		return;
+	execve(path, o->argv, o->envp);
+	if (errno != ENOEXEC || (v = spawn_sh_argv(path, o->argv)) == NULL)
+		return;
+	execve("/bin/sh", v, o->envp);
 }
 
 /* ---------------------------------------------------------------- */

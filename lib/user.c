@@ -9,13 +9,17 @@
  * every image has.  A numeric uid needs no entry: sandboxes run programs
  * as ids nobody wrote down.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "user.h"
 
@@ -27,17 +31,102 @@ static int	 user_find(const struct user_files *, const char *, uid_t,
 static int	 user_number(const char *, const char *, unsigned long *);
 static bool	 user_member(char *const *, const char *);
 
+/*
+ * The file as fget*ent reads it: with a newline after a last line that
+ * has none.  musl's fgetpwent and fgetgrent (the static build's) cut the
+ * last character off every line, newline or not, so a file ending
+ * without one lost its last field's last character ("bob:...:" no longer
+ * parsed, a last member "alice" became "alic").  Read with pread at the
+ * stream's own offset, seekable: glibc's fgetpwent takes the position
+ * (fgetpos) to read a long line again.
+ */
+struct user_file {
+	int	 fd;
+	off_t	 pos, size;	/* size: the file's, the newline added */
+};
+
+static ssize_t
+user_file_read(void *cookie, char *buf, size_t n)
+{
+	struct user_file	*uf = cookie;
+	ssize_t			 got;
+
+	if (uf->pos >= uf->size || n == 0)
+		return 0;
+	if ((got = pread(uf->fd, buf, n, uf->pos)) == -1)
+		return -1;
+	if (got == 0) {
+		buf[0] = '\n';		/* past the file: the added newline */
+		got = 1;
+	}
+	uf->pos += got;
+	return got;
+}
+
+static int
+user_file_seek(void *cookie, off_t *off, int whence)
+{
+	struct user_file	*uf = cookie;
+	off_t			 to;
+
+	to = whence == SEEK_SET ? *off : whence == SEEK_CUR ?
+	    uf->pos + *off : uf->size + *off;
+	if (to < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*off = uf->pos = to;
+	return 0;
+}
+
+static int
+user_file_close(void *cookie)
+{
+	struct user_file	*uf = cookie;
+	int			 rc = close(uf->fd);
+
+	free(uf);
+	return rc;
+}
+
 /* The passwd (group false) or group file; NULL and errno. */
 static FILE *
 user_open(const struct user_files *f, bool group)
 {
-	const char	*path;
+	static const cookie_io_functions_t io = {
+		.read = user_file_read, .seek = user_file_seek,
+		.close = user_file_close,
+	};
+	struct user_file	*uf;
+	struct stat		 st;
+	const char		*path;
+	FILE			*fp = NULL;
+	char			 last;
+	int			 saved;
 
 	if (group)
 		path = f != NULL && f->group != NULL ? f->group : USER_GROUP;
 	else
 		path = f != NULL && f->passwd != NULL ? f->passwd : USER_PASSWD;
-	return fopen(path, "re");
+	if ((uf = calloc(1, sizeof(*uf))) == NULL)
+		return NULL;
+	if ((uf->fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		free(uf);
+		return NULL;
+	}
+	if (fstat(uf->fd, &st) == 0) {
+		uf->size = st.st_size;
+		if (st.st_size > 0 && (pread(uf->fd, &last, 1, st.st_size - 1) !=
+		    1 || last != '\n'))
+			uf->size++;
+		fp = fopencookie(uf, "r", io);
+	}
+	if (fp == NULL) {
+		saved = errno;
+		(void)user_file_close(uf);
+		errno = saved;
+	}
+	return fp;
 }
 
 /*

@@ -146,6 +146,22 @@ class TestUser(ConfineCase):
         self.assertEqual(self.exec_ok(a, self.ID, user=pw.pw_name)[1],
                          "%d\n%d\n" % (pw.pw_uid, pw.pw_gid))
 
+    def test_script_without_shebang_as_a_user(self):
+        # A user means the fork path: a file without #! still runs
+        # through /bin/sh there, as without one (the static build's
+        # execvp, musl's, refused it with ENOEXEC).
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o755)
+            script = os.path.join(d, "script")
+            with open(script, "w") as f:
+                f.write("id -u; echo \"$1\"\n")
+            os.chmod(script, 0o755)
+            a = self.agent()
+            self.assertEqual(self.exec_ok(a, [script, "arg"], user="65534:65534")[1],
+                             "65534\narg\n")
+            self.assertEqual(self.exec_ok(a, [script, "arg"])[1], "%d\narg\n" % os.getuid())
+
     def test_supplementary_groups_from_etc_group(self):
         # What initgroups gave before the static build: the passwd gid
         # plus each /etc/group entry listing the name; none for a uid.

@@ -159,6 +159,11 @@ class TestRootfs(unittest.TestCase):
         # a numeric --shim-listen needs no resolver, the default --shim-user
         # (nobody) comes from the image's /etc/passwd.
         os.mkdir(os.path.join(self.rootfs, "proc"))
+        # A hand-written passwd: its last line (nobody's) without a
+        # newline, ending in an empty field (musl's fgetpwent cut the
+        # last character off such a line: no entry, no shim).
+        with open(os.path.join(self.rootfs, "etc", "passwd"), "w") as f:
+            f.write("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534::/nonexistent:")
         with open(os.path.join(self.rootfs, "token"), "w") as f:
             f.write("tok-%d\n" % os.getpid())
         s = socket.socket()

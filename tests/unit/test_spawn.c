@@ -290,6 +290,23 @@ START_TEST(posix_failures_are_the_programs)
 	ck_assert_int_eq(run_out(&o, out, sizeof(out)), 0);
 	ck_assert_int_eq(strncmp(out, "from-sh ", 8), 0);
 	ck_assert_ptr_nonnull(strstr(out, "/script arg\n"));
+
+	/*
+	 * The fork path (a user to run as) the same way: not the C
+	 * library's execvp, which under musl ran no such script.
+	 */
+	opts(&o, ARGV(path, "arg"));
+	o.has_user = true;
+	o.uid = getuid();
+	o.gid = getgid();
+	ck_assert_int_eq(run_out(&o, out, sizeof(out)), 0);
+	ck_assert_int_eq(strncmp(out, "from-sh ", 8), 0);
+	ck_assert_ptr_nonnull(strstr(out, "/script arg\n"));
+	opts(&o, ARGV("tend-no-such-program"));
+	o.has_user = true;
+	o.uid = getuid();
+	o.gid = getgid();
+	must_fail(&o, ENOENT, true);
 }
 END_TEST
 

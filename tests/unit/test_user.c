@@ -163,6 +163,35 @@ START_TEST(long_name_refused)
 }
 END_TEST
 
+/*
+ * Files whose last line has no newline read as if it had one: the last
+ * field whole (musl's fget*ent cut a character off such a line).
+ */
+START_TEST(last_line_without_newline)
+{
+	struct user_id	u;
+	gid_t		list[8];
+	char		sh[64];
+	int		n;
+
+	tu_put(tdir, "passwd", "root:x:0:0:root:/root:/bin/sh\n"
+	    "bob:x:1002:100::/home/bob:");
+	tu_put(tdir, "group", "users:x:100:\nstaff:x:50:bob,alice");
+	ck_assert_int_eq(user_parse(&files, "bob", &u), 0);
+	ck_assert_uint_eq(u.uid, 1002);
+	ck_assert_int_eq(user_groups(&files, "alice", 7, list, 8), 2);
+	ck_assert_uint_eq(list[1], 50);
+	tu_put(tdir, "passwd", "five:x:5:55::/:/bin/sh");
+	ck_assert_int_eq(user_shell(&files, 5, sh, sizeof(sh)), 0);
+	ck_assert_str_eq(sh, "/bin/sh");
+	/* An empty file is no entry, not a line. */
+	tu_put(tdir, "passwd", "");
+	ck_assert_int_eq(user_parse(&files, "bob", &u), -1);
+	n = user_groups(&files, "nobody-here", 9, list, 8);
+	ck_assert_int_eq(n, 1);
+}
+END_TEST
+
 START_TEST(group_by_name_or_number)
 {
 	gid_t	g = 0;
@@ -255,6 +284,7 @@ user_suite(void)
 	tcase_add_test(tc, no_files_means_no_names);
 	tcase_add_test(tc, long_name_refused);
 	tcase_add_test(tc, shell_of_the_entry);
+	tcase_add_test(tc, last_line_without_newline);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("group");
