@@ -228,8 +228,7 @@ $(BUILD)/spawnbench: tests/bench/spawn.c
 # and gdb), then stripped, at most STATIC_MAX bytes (DESIGN §8).
 MUSL		:= $(BUILD)/musl
 MUSL_CC		:= musl-gcc -isystem $(MUSL)/include
-MUSL_CFLAGS	 = $(filter-out -iquote lib,$(CFLAGS)) -iquote lib \
-		   -iquote static -include static/musl.h
+MUSL_CFLAGS	 = $(CFLAGS) -iquote static -include static/musl.h
 STATIC_LIBS	:= -lev -lhttp_parser -larchive -lz -lnettle -lseccomp -lcjson
 STATIC_MAX	:= 2097152
 DOCKER		?= docker
@@ -251,7 +250,7 @@ blackbox-static: static
 
 static:
 	@scripts/setup static
-	@scripts/static-libs
+	@scripts/static-libs $(MUSL)
 	@$(MAKE) --no-print-directory $(BUILD)/tend-static
 
 # The static binary's own objects are built for size: every page of it
@@ -265,12 +264,17 @@ STATIC_OBJ	:= $(patsubst $(BUILD)/%,$(BUILD)/static/%,$(AGENT_OBJ) $(LIB_OBJ) \
 		   $(BUILD)/gen/openapi.o) $(BUILD)/static/musl.o
 
 $(BUILD)/static/%.o: OPT := $(STATIC_OPT)
-$(BUILD)/static/%.o: %.c $(wildcard lib/*.h agent/*.h) static/musl.h
+# The libraries' headers too: all.done is touched when one was rebuilt.
+$(BUILD)/static/%.o: %.c $(wildcard lib/*.h agent/*.h) static/musl.h \
+    $(MUSL)/all.done
 	@mkdir -p $(dir $@)
 	@echo "CC $< (static)"
 	@$(MUSL_CC) $(MUSL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/static/musl.o: static/musl.c static/musl.h
+$(MUSL)/all.done: scripts/static-libs
+	@scripts/static-libs $(MUSL)
+
+$(BUILD)/static/musl.o: static/musl.c static/musl.h $(MUSL)/all.done
 	@mkdir -p $(dir $@)
 	@echo "CC $< (static)"
 	@$(MUSL_CC) $(MUSL_CFLAGS) -c -o $@ $<

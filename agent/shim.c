@@ -6,6 +6,7 @@
  * socket), no_new_privs, the seccomp allow-list, ev_run.  Exit codes: 0
  * after TERM or INT, 1 when it cannot start, 2 on a usage error.
  */
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -246,6 +247,14 @@ shim_seccomp(void)
 		    0) < 0)
 			fatalx("event=seccomp_failed syscall=%d",
 			    shim_syscalls[i]);
+	/*
+	 * mprotect never to make memory executable: musl's allocator (the
+	 * static build's) makes its metadata pages writable with it once
+	 * brk cannot grow.
+	 */
+	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)) < 0)
+		fatalx("event=seccomp_failed syscall=mprotect");
 	if (seccomp_load(ctx) < 0)
 		fatalx("event=seccomp_failed");
 	seccomp_release(ctx);

@@ -12,7 +12,6 @@
  */
 #include <sys/types.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -286,14 +285,41 @@ api_envd_select_live(struct api *a, const cJSON *j, struct envd_target *t,
 /* ------------------------------------------------------------------ */
 /* Events */
 
-/* Go's names of a signal, which the SDK shows: "killed", "terminated". */
+/*
+ * Go's names of a signal (its syscall package's, Linux), which envd's
+ * status carries and the SDK shows: "killed", "terminated"; "signal N"
+ * past them, as Go's Signal.String.  A table, not strsignal: glibc's and
+ * musl's texts differ from Go's and from each other.
+ */
 static void
 api_envd_signame(int sig, char *out, size_t n)
 {
-	const char	*s = strsignal(sig);
+	static const char *const names[] = {
+		[SIGHUP] = "hangup", [SIGINT] = "interrupt",
+		[SIGQUIT] = "quit", [SIGILL] = "illegal instruction",
+		[SIGTRAP] = "trace/breakpoint trap", [SIGABRT] = "aborted",
+		[SIGBUS] = "bus error", [SIGFPE] = "floating point exception",
+		[SIGKILL] = "killed", [SIGUSR1] = "user defined signal 1",
+		[SIGSEGV] = "segmentation fault",
+		[SIGUSR2] = "user defined signal 2", [SIGPIPE] = "broken pipe",
+		[SIGALRM] = "alarm clock", [SIGTERM] = "terminated",
+		[SIGSTKFLT] = "stack fault", [SIGCHLD] = "child exited",
+		[SIGCONT] = "continued", [SIGSTOP] = "stopped (signal)",
+		[SIGTSTP] = "stopped", [SIGTTIN] = "stopped (tty input)",
+		[SIGTTOU] = "stopped (tty output)",
+		[SIGURG] = "urgent I/O condition",
+		[SIGXCPU] = "CPU time limit exceeded",
+		[SIGXFSZ] = "file size limit exceeded",
+		[SIGVTALRM] = "virtual timer expired",
+		[SIGPROF] = "profiling timer expired",
+		[SIGWINCH] = "window changed", [SIGIO] = "I/O possible",
+		[SIGPWR] = "power failure", [SIGSYS] = "bad system call",
+	};
 
-	(void)snprintf(out, n, "%s", s != NULL ? s : "unknown signal");
-	out[0] = (char)tolower((unsigned char)out[0]);
+	if (sig > 0 && (size_t)sig < nitems(names) && names[sig] != NULL)
+		(void)snprintf(out, n, "%s", names[sig]);
+	else
+		(void)snprintf(out, n, "signal %d", sig);
 }
 
 /*

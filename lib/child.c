@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "child.h"
@@ -67,6 +68,22 @@ child_reap_start(struct ev_loop *loop, child_reap_fn fn)
 	/* A child may have died while SIGCHLD was still discarded. */
 	ev_feed_event(loop, &reaper.io, EV_READ);
 	return 0;
+}
+
+void
+child_reap_stop(void)
+{
+	sigset_t	set;
+
+	if (reaper.loop == NULL)
+		return;
+	ev_io_stop(reaper.loop, &reaper.io);
+	ev_timer_stop(reaper.loop, &reaper.holdoff);
+	(void)close(reaper.io.fd);
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	(void)sigprocmask(SIG_UNBLOCK, &set, NULL);
+	memset(&reaper, 0, sizeof(reaper));
 }
 
 void

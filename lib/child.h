@@ -40,6 +40,8 @@ struct child_stats {
  * loop's first turn (children that died before).  -1 (errno).
  */
 int	child_reap_start(struct ev_loop *, child_reap_fn);
+/* The loop's reaping undone: watchers, signalfd, mask, counts (tests). */
+void	child_reap_stop(void);
 void	child_reap_stats(struct child_stats *);
 
 /* Call fn(pid, wstatus, arg) once pid is reaped.  -1 (ENOMEM). */

@@ -117,6 +117,7 @@
 #define SPAWN_CHILD_OOM_RAISE	100	/* a child's: the agent's + this */
 /* Without close_range (Linux < 5.9) a child closes the fds below this. */
 #define SPAWN_CLOSE_MAX		65536
+#define MUSL_INHERITED_MAX	64		/* fds inherited without CLOEXEC, remembered (static/musl.c) */
 /* A seccomp filter as BPF: the default deny-list takes well under this. */
 #define SPAWN_FILTER_MAX	(64 * 1024)
 

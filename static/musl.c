@@ -20,8 +20,29 @@
 /*
  * getrandom(2) on the urandom pool: it blocks only before the pool is
  * first seeded, as glibc's arc4random does, and never fails for reads of
- * up to 256 bytes but with EINTR.
+ * up to 256 bytes but with EINTR.  Where it is missing or filtered
+ * (ENOSYS, EPERM), /dev/urandom, as glibc falls back to; with neither,
+ * abort, as glibc does.
  */
+static void
+musl_urandom(unsigned char *p, size_t n)
+{
+	ssize_t	r;
+	int	fd;
+
+	if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) == -1)
+		abort();
+	while (n > 0) {
+		if ((r = read(fd, p, n)) == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			abort();
+		p += r;
+		n -= (size_t)r;
+	}
+	(void)close(fd);
+}
+
 void
 arc4random_buf(void *buf, size_t n)
 {
@@ -32,7 +53,8 @@ arc4random_buf(void *buf, size_t n)
 		if ((r = getrandom(p, n > 256 ? 256 : n, 0)) == -1) {
 			if (errno == EINTR)
 				continue;
-			abort();	/* no entropy source: glibc aborts too */
+			musl_urandom(p, n);
+			return;
 		}
 		p += r;
 		n -= (size_t)r;
@@ -63,7 +85,7 @@ arc4random_uniform(uint32_t n)
 	return v % n;
 }
 
-/* The names glibc gives, without "SIG"; NULL past them (real-time ones). */
+/* glibc's names, without "SIG"; NULL past them (the real-time ones). */
 const char *
 sigabbrev_np(int sig)
 {
@@ -77,7 +99,7 @@ sigabbrev_np(int sig)
 		[SIGSTOP] = "STOP", [SIGTSTP] = "TSTP", [SIGTTIN] = "TTIN",
 		[SIGTTOU] = "TTOU", [SIGURG] = "URG", [SIGXCPU] = "XCPU",
 		[SIGXFSZ] = "XFSZ", [SIGVTALRM] = "VTALRM", [SIGPROF] = "PROF",
-		[SIGWINCH] = "WINCH", [SIGIO] = "IO", [SIGPWR] = "PWR",
+		[SIGWINCH] = "WINCH", [SIGPOLL] = "POLL", [SIGPWR] = "PWR",
 		[SIGSYS] = "SYS",
 	};
 
@@ -111,8 +133,6 @@ close_range(unsigned int lo, unsigned int hi, int flags)
  * without /proc, each fd below RLIMIT_NOFILE (at most SPAWN_CLOSE_MAX) is
  * looked at, as spawn_close_except does without close_range.
  */
-#define MUSL_INHERITED_MAX	64
-
 static int	musl_fds[MUSL_INHERITED_MAX];
 static int	musl_nfds = -1;		/* -1: not read, or too many */
 

@@ -372,6 +372,16 @@ class TestErrorCodes(EnvdCase):
         j = self.a.get("/v1/processes/dl").json
         self.assertEqual((j["exit"]["signal"], j["exit"]["timedOut"]), (9, True))
 
+    def test_signal_names_are_go_s(self):
+        # What envd's Go says of a signal's end (os.ProcessState), in
+        # every build: glibc's and musl's strsignal texts differ from it.
+        for sig, name in ((8, "floating point exception"), (10, "user defined signal 1"),
+                          (15, "terminated"), (34, "signal 34")):
+            fr = self.run_stream(sh("kill -%d $$" % sig))
+            end = events(fr)[-1]
+            self.assertEqual(end[0], "end", end)
+            self.assertEqual(end[1].get("status"), "signal: " + name, (sig, end))
+
     def test_deadline_of_a_pty(self):
         m = {"process": {"cmd": "/bin/sh", "args": ["-c", "sleep 20"]},
              "pty": {"size": {"cols": 80, "rows": 24}}, "tag": "ptydl"}

@@ -92,6 +92,7 @@ loop_setup(void)
 static void
 loop_teardown(void)
 {
+	child_reap_stop();
 	ev_loop_destroy(loop);
 }
 
