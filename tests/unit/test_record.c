@@ -120,6 +120,87 @@ START_TEST(open_meta_status)
 }
 END_TEST
 
+/* The spare, made a step at a time, becomes the next record. */
+START_TEST(spare_taken_by_open)
+{
+	struct record	 r;
+	struct stat	 sp, st;
+	char		*s;
+	int		 n = 0;
+
+	while (record_spare_make(&dir) == 1)
+		n++;
+	ck_assert_int_eq(n, 2);		/* directory, meta temp, status temp */
+	ck_assert(record_spare_ready(&dir));
+	ck_assert(tu_exists(tdir, ".spare/meta.json.tmp"));
+	ck_assert(tu_exists(tdir, ".spare/status.json.tmp"));
+	ck_assert_int_eq(fstatat(tdir, ".spare", &sp, 0), 0);
+	ck_assert_int_eq(record_spare_make(&dir), 0);	/* whole: nothing */
+
+	ck_assert_int_eq(record_open(&r, &dir, "s1", 100), 0);
+	ck_assert(!tu_exists(tdir, ".spare"));
+	ck_assert(!record_spare_ready(&dir));
+	ck_assert_int_eq(fstatat(dir.fd, "s1", &st, 0), 0);
+	ck_assert_uint_eq(st.st_ino, sp.st_ino);
+	ck_assert_int_eq(record_set_meta(&r, strdup("{\"m\":1}")), 0);
+	ck_assert_int_eq(record_put_status(&r, "{\"state\":\"running\"}"), 0);
+	ck_assert_int_eq(record_put_status(&r, "{\"state\":\"exited\"}"), 0);
+	ck_assert(!tu_exists(dir.fd, "s1/meta.json.tmp"));
+	ck_assert(!tu_exists(dir.fd, "s1/status.json.tmp"));
+	s = tu_slurp(dir.fd, "s1/meta.json", NULL);
+	ck_assert_str_eq(s, "{\"m\":1}");
+	free(s);
+	s = tu_slurp(dir.fd, "s1/status.json", NULL);
+	ck_assert_str_eq(s, "{\"state\":\"exited\"}");
+	free(s);
+	record_free(&r);
+
+	/* Half made: the launch makes the rest itself. */
+	ck_assert_int_eq(record_spare_make(&dir), 1);
+	ck_assert_int_eq(record_spare_make(&dir), 1);
+	ck_assert_int_eq(record_open(&r, &dir, "s2", 100), 0);
+	ck_assert(tu_exists(dir.fd, "s2/meta.json.tmp"));
+	ck_assert(!tu_exists(dir.fd, "s2/status.json.tmp"));
+	ck_assert_int_eq(record_put_status(&r, "{\"state\":\"exited\"}"), 0);
+	ck_assert(tu_exists(dir.fd, "s2/status.json"));
+	/* An unused temp goes with the record's files. */
+	record_free(&r);
+	ck_assert(!tu_exists(dir.fd, "s2/meta.json.tmp"));
+	record_spare_drop(&dir);
+}
+END_TEST
+
+/* A name taken keeps the spare; a procs directory removed drops it. */
+START_TEST(spare_kept_or_dropped)
+{
+	struct record	 r;
+	char		 procs[96];
+
+	while (record_spare_make(&dir) == 1)
+		;
+	ck_assert_int_eq(symlinkat("/tmp", dir.fd, "evil"), 0);
+	ck_assert_int_eq(record_open(&r, &dir, "evil", 100), -1);
+	ck_assert_int_eq(errno, ELOOP);
+	ck_assert(record_spare_ready(&dir));
+	ck_assert(tu_exists(tdir, ".spare"));
+
+	snprintf(procs, sizeof(procs), "%s/procs", tdir_path);
+	tu_rmtree(procs);
+	ck_assert_int_eq(record_open(&r, &dir, "after", 100), 0);
+	ck_assert_int_eq(remakes, 1);
+	ck_assert(!tu_exists(tdir, ".spare"));
+	ck_assert(tu_exists(dir.fd, "after"));
+	record_free(&r);
+
+	while (record_spare_make(&dir) == 1)
+		;
+	ck_assert(tu_exists(tdir, ".spare"));
+	record_spare_drop(&dir);
+	ck_assert(!tu_exists(tdir, ".spare"));
+	ck_assert(!record_spare_ready(&dir));
+}
+END_TEST
+
 /* A status that cannot be made is owed like one the disk refused. */
 START_TEST(status_unmade_is_owed)
 {
@@ -437,6 +518,8 @@ record_suite(void)
 	tcase_add_test(tc, procs_dir_remade);
 	tcase_add_test(tc, planted_link_refused);
 	tcase_add_test(tc, release_and_reopen);
+	tcase_add_test(tc, spare_taken_by_open);
+	tcase_add_test(tc, spare_kept_or_dropped);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stored");
