@@ -55,6 +55,10 @@ static int	record_mkdir(struct record *);
 static int	record_spare_take(struct record *);
 static void	record_spare_close(struct record_spare *);
 static void	record_tmp_drop(struct record *, bool *, const char *);
+static int	record_spare_recycle(struct record *);
+static int	record_spare_empty(struct record_spare *);
+static int	record_spare_keep(struct record_spare *, const char *,
+		    const char *);
 static int	record_open_store(struct record *, uint64_t);
 static int	record_opendir(int, const char *);
 static DIR	*record_opendirs(int);
@@ -293,6 +297,10 @@ record_remove(struct record *r)
 {
 	if (r->dir == NULL || r->nodir || r->dir->fd == -1)
 		return 0;
+	/* Whatever happens, the temps it was given go with its files. */
+	r->metatmp = r->statustmp = false;
+	if (record_spare_recycle(r) == 0)
+		return 0;
 	return fsutil_rmtree(r->dir->fd, r->id);
 }
 
@@ -338,7 +346,7 @@ record_spare_make(struct record_dir *d)
 	struct record_spare	*s = &d->spare;
 	int			 pfd, err;
 
-	if (s->off || d->fd == -1)
+	if (s->off || d->fd == -1 || d->kind != RECORD_PROC)
 		return 0;
 	if (s->made) {
 		if (s->meta && s->status)
@@ -401,6 +409,101 @@ record_spare_close(struct record_spare *s)
 		close(s->dirfd);
 	s->parentfd = s->dirfd = -1;
 	s->made = s->meta = s->status = false;
+}
+
+/*
+ * A record removed while no spare is made becomes the spare: renamed
+ * out of the records directory (at once gone from it, as by a removal),
+ * emptied but for its meta.json and status.json, which are truncated and
+ * renamed to the temps.  So a table that keeps its bound of ended
+ * records, removing the oldest at each end, neither frees nor makes an
+ * inode per launch of a process that writes nothing.  0, or -1 when it
+ * was not taken (the caller removes the directory as usual).
+ */
+static int
+record_spare_recycle(struct record *r)
+{
+	struct record_dir	*d = r->dir;
+	struct record_spare	*s = &d->spare;
+	int			 pfd;
+
+	if (s->made || s->off || d->kind != RECORD_PROC ||
+	    !record_id_valid(r->id))
+		return -1;
+	if ((pfd = openat(d->fd, "..", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	/* Never through a link planted under the ID. */
+	if ((s->dirfd = fsutil_open(d->fd, r->id, O_RDONLY | O_DIRECTORY,
+	    0)) == -1) {
+		close(pfd);
+		return -1;
+	}
+	s->parentfd = pfd;
+	s->made = true;
+	s->meta = s->status = false;
+	if (renameat2(d->fd, r->id, pfd, RECORD_SPARE, RENAME_NOREPLACE) ==
+	    -1) {
+		record_spare_close(s);
+		return -1;
+	}
+	/* Out of procs: what follows fails only into a spare dropped. */
+	if (record_spare_empty(s) == -1 ||
+	    record_spare_keep(s, RECORD_META, "meta.json.tmp") == -1 ||
+	    record_spare_keep(s, RECORD_STATUS, "status.json.tmp") == -1)
+		record_spare_drop(d);
+	else
+		s->meta = s->status = true;
+	return 0;
+}
+
+/* Everything but meta.json and status.json out of the spare. */
+static int
+record_spare_empty(struct record_spare *s)
+{
+	struct dirent	*de;
+	DIR		*dir;
+	int		 fd, rc = 0;
+
+	if ((fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	if ((dir = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(dir)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0 &&
+		    strcmp(de->d_name, RECORD_META) != 0 &&
+		    strcmp(de->d_name, RECORD_STATUS) != 0 &&
+		    fsutil_rmtree(s->dirfd, de->d_name) == -1)
+			rc = -1;
+	closedir(dir);
+	return rc;
+}
+
+/*
+ * name, truncated, as the temp tmp; made anew if it is missing, or if
+ * another link to it would lose its bytes.
+ */
+static int
+record_spare_keep(struct record_spare *s, const char *name, const char *tmp)
+{
+	struct stat	st;
+	int		fd, rc;
+
+	fd = fsutil_open(s->dirfd, name, O_WRONLY, 0);
+	if (fd != -1 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_nlink == 1) {
+		rc = ftruncate(fd, 0);
+		close(fd);
+		if (rc == 0 && renameat(s->dirfd, name, s->dirfd, tmp) == 0)
+			return 0;
+	} else if (fd != -1)
+		close(fd);
+	(void)fsutil_rmtree(s->dirfd, name);
+	return fsutil_tmp_make(s->dirfd, name);
 }
 
 /*

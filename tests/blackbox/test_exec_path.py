@@ -108,6 +108,53 @@ class TestSpare(SpareCase):
         self.assertTrue(poll(lambda: (load_json(path) or {}).get("state") == "exited", 3))
 
 
+class TestRecycle(SpareCase):
+
+    def test_pruned_record_becomes_the_next_spare(self):
+        """With the bound of ended records reached, the record pruned at
+        an end is the next launch's directory: nothing freed, nothing
+        made."""
+        a = self.agent(extra=["--keep-exited", "1"])
+        boot = a.health()["bootId"]
+        r = a.post("/v1/exec", {"argv": ["echo", "first"], "id": "e1"})
+        self.assertEqual(r.status, 200, r)
+        d1 = a.proc_dir(boot, "e1")
+        self.assertTrue(poll(lambda: os.path.exists(os.path.join(d1, "status.json")), 3))
+        ino = {n: os.stat(os.path.join(d1, n)).st_ino for n in ("meta.json", "status.json")}
+        ino["dir"] = os.stat(d1).st_ino
+        self.spare_whole(a, boot)
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "e2"})
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(poll(lambda: not os.path.exists(d1), 3), "e1 not pruned")
+        dino, (mino, sino) = self.spare_whole(a, boot)
+        self.assertEqual((dino, mino, sino), (ino["dir"], ino["meta.json"], ino["status.json"]))
+        self.assertError(a.status("e1"), 404, "not_found")
+        r = a.post("/v1/exec", {"argv": ["echo", "third"], "id": "e3"})
+        self.assertEqual(r.status, 200, r)
+        d3 = a.proc_dir(boot, "e3")
+        self.assertEqual(os.stat(d3).st_ino, ino["dir"])
+        self.assertEqual(load_json(os.path.join(d3, "meta.json"))["argv"], ["echo", "third"])
+        self.assertTrue(poll(lambda: (load_json(os.path.join(d3, "status.json")) or {})
+                             .get("id") == "e3", 3))
+        self.assertEqual(read_file(os.path.join(d3, "stdout")), b"third\n")
+        self.assertTrue(poll(lambda: os.listdir(self.procs(a, boot)) == ["e3"], 3),
+                        os.listdir(self.procs(a, boot)))
+
+    def test_deleted_record_files_are_gone(self):
+        a = self.agent()
+        boot = a.health()["bootId"]
+        a.launch_ok(["sh", "-c", "echo out; echo err >&2"], id="gone")
+        a.wait_ended("gone")
+        self.spare_whole(a, boot)
+        self.assertEqual(a.delete("/v1/processes/gone").status, 204)
+        self.assertFalse(os.path.lexists(a.proc_dir(boot, "gone")))
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "next"})
+        self.assertEqual(r.status, 200, r)
+        d = a.proc_dir(boot, "next")
+        self.assertTrue(poll(lambda: os.path.exists(os.path.join(d, "status.json")), 3))
+        self.assertEqual(sorted(os.listdir(d)), ["meta.json", "status.json"])
+
+
 class TestSpareAcrossBoots(SpareCase):
 
     def test_clean_stop_removes_the_spare_and_keeps_records(self):
