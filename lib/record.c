@@ -449,8 +449,8 @@ record_spare_recycle(struct record *r)
 	}
 	/* Out of procs: what follows fails only into a spare dropped. */
 	if (record_spare_empty(s) == -1 ||
-	    record_spare_keep(s, RECORD_META, "meta.json.tmp") == -1 ||
-	    record_spare_keep(s, RECORD_STATUS, "status.json.tmp") == -1)
+	    record_spare_keep(s, RECORD_META, RECORD_META ".tmp") == -1 ||
+	    record_spare_keep(s, RECORD_STATUS, RECORD_STATUS ".tmp") == -1)
 		record_spare_drop(d);
 	else
 		s->meta = s->status = true;
