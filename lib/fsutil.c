@@ -355,14 +355,23 @@ static int
 fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
     bool made, const void *d, size_t n, bool sync)
 {
-	int	fd = -1, saved;
+	struct stat	st;
+	int		fd = -1, saved;
 
 	if (snprintf(tmp, NAME_MAX + 1, "%s.tmp", name) >= NAME_MAX + 1) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if (made)
-		fd = fsutil_open(dirfd, tmp, O_WRONLY | O_TRUNC, 0);
+	/*
+	 * Not O_TRUNC: on ext4 a truncate to 0 makes the close after the
+	 * write allocate and flush the blocks at once (auto_da_alloc).  One
+	 * that is not as it was made (not empty) is made anew.
+	 */
+	if (made && (fd = fsutil_open(dirfd, tmp, O_WRONLY, 0)) != -1 &&
+	    (fstat(fd, &st) == -1 || st.st_size != 0)) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd == -1 && (fd = fsutil_tmp_open(dirfd, name)) == -1)
 		return -1;
 	if (fsutil_write_all(fd, d, n) == -1 || (sync && fsync(fd) == -1)) {
