@@ -102,7 +102,10 @@ bool	record_in_memory(const struct record *);
 bool	record_release(struct record *);
 /* The store, its files reopened read-only if they were given back. */
 struct logstore *record_store(struct record *);
-/* Remove the files.  -1 and errno: then they stay as they were. */
+/*
+ * Remove the files (while no spare is made, the emptied directory
+ * becomes the spare).  -1 and errno: then they stay as they were.
+ */
 int	record_remove(struct record *);
 void	record_free(struct record *);
 /* A state dir that is full, read-only or gone refused with this errno. */
@@ -119,7 +122,7 @@ bool	record_refused(int err);
 int	record_spare_make(struct record_dir *);
 /* The spare is whole: nothing to make. */
 bool	record_spare_ready(const struct record_dir *);
-/* Remove the spare, if any (shutdown; the records directory changed). */
+/* Remove the spare, if any (shutdown, or its rename failed). */
 void	record_spare_drop(struct record_dir *);
 
 /* ------------------------------------------------------------------ */
