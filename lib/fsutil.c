@@ -314,19 +314,18 @@ fsutil_opendirs_mode(int dirfd, const char *path, mode_t mode)
 }
 
 /*
- * name.tmp, new and whole: a stale temp from a crash (O_EXCL meets it)
- * is removed and the create tried once more — not removed beforehand,
- * which would cost every write a syscall for a crash's leftover — and
- * O_EXCL never follows a link planted in its place.  0, or -1 with no
- * temp left.
+ * name.tmp, new: a stale temp from a crash (O_EXCL meets it) is removed
+ * and the create tried once more — not removed beforehand, which would
+ * cost every write a syscall for a crash's leftover — and O_EXCL never
+ * follows a link planted in its place.
  */
 static int
-fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
-    const void *d, size_t n, bool sync)
+fsutil_tmp_open(int dirfd, const char *name)
 {
-	int	fd, saved;
+	char	tmp[NAME_MAX + 1];
+	int	fd;
 
-	if (snprintf(tmp, NAME_MAX + 1, "%s.tmp", name) >= NAME_MAX + 1) {
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp)) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
@@ -335,7 +334,45 @@ fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
 		(void)unlinkat(dirfd, tmp, 0);
 		fd = fsutil_open(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0640);
 	}
-	if (fd == -1)
+	return fd;
+}
+
+int
+fsutil_tmp_make(int dirfd, const char *name)
+{
+	int	fd;
+
+	if ((fd = fsutil_tmp_open(dirfd, name)) == -1)
+		return -1;
+	return close(fd);
+}
+
+/*
+ * name.tmp whole: the one made ahead (made: opened, not created; made
+ * anew if it is gone), or a new one.  0, or -1 with no temp left.
+ */
+static int
+fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
+    bool made, const void *d, size_t n, bool sync)
+{
+	struct stat	st;
+	int		fd = -1, saved;
+
+	if (snprintf(tmp, NAME_MAX + 1, "%s.tmp", name) >= NAME_MAX + 1) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	/*
+	 * Not O_TRUNC: on ext4 a truncate to 0 makes the close after the
+	 * write allocate and flush the blocks at once (auto_da_alloc).  One
+	 * that is not as it was made (not empty) is made anew.
+	 */
+	if (made && (fd = fsutil_open(dirfd, tmp, O_WRONLY, 0)) != -1 &&
+	    (fstat(fd, &st) == -1 || st.st_size != 0)) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd == -1 && (fd = fsutil_tmp_open(dirfd, name)) == -1)
 		return -1;
 	if (fsutil_write_all(fd, d, n) == -1 || (sync && fsync(fd) == -1)) {
 		saved = errno;
@@ -357,10 +394,17 @@ int
 fsutil_write_atomic(int dirfd, const char *name, const void *d, size_t n,
     bool sync)
 {
+	return fsutil_write_atomic_tmp(dirfd, name, false, d, n, sync);
+}
+
+int
+fsutil_write_atomic_tmp(int dirfd, const char *name, bool made,
+    const void *d, size_t n, bool sync)
+{
 	char	tmp[NAME_MAX + 1];
 	int	saved;
 
-	if (fsutil_write_tmp(dirfd, name, tmp, d, n, sync) == -1)
+	if (fsutil_write_tmp(dirfd, name, tmp, made, d, n, sync) == -1)
 		return -1;
 	if (renameat(dirfd, tmp, dirfd, name) == -1) {
 		saved = errno;
@@ -374,11 +418,18 @@ fsutil_write_atomic(int dirfd, const char *name, const void *d, size_t n,
 int
 fsutil_write_new(int dirfd, const char *name, const void *d, size_t n)
 {
+	return fsutil_write_new_tmp(dirfd, name, false, d, n);
+}
+
+int
+fsutil_write_new_tmp(int dirfd, const char *name, bool made, const void *d,
+    size_t n)
+{
 	char	tmp[NAME_MAX + 1];
 	int	rc, saved;
 	bool	linked = false;
 
-	if (fsutil_write_tmp(dirfd, name, tmp, d, n, false) == -1)
+	if (fsutil_write_tmp(dirfd, name, tmp, made, d, n, false) == -1)
 		return -1;
 	rc = renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE);
 	/* Without RENAME_NOREPLACE: a hard link is as exclusive. */

@@ -49,6 +49,21 @@ int	fsutil_write_atomic(int dirfd, const char *name, const void *, size_t,
  * written to name.tmp as above, then renamed without replacing.
  */
 int	fsutil_write_new(int dirfd, const char *name, const void *, size_t);
+/*
+ * The temp of the two above made ahead of its write, empty: a new
+ * name.tmp (O_EXCL, a stale one removed first), closed (an fd open for
+ * writing would keep the file system from being remounted read-only).
+ * 0, or -1 and errno.
+ */
+int	fsutil_tmp_make(int dirfd, const char *name);
+/*
+ * fsutil_write_atomic and fsutil_write_new, made: with the temp
+ * fsutil_tmp_make made (opened, not created; made anew if it is gone).
+ */
+int	fsutil_write_atomic_tmp(int dirfd, const char *name, bool made,
+	    const void *, size_t, bool sync);
+int	fsutil_write_new_tmp(int dirfd, const char *name, bool made,
+	    const void *, size_t);
 /* Remove name (a file or a whole tree) in dirfd.  ENOENT is success. */
 int	fsutil_rmtree(int dirfd, const char *name);
 /*

@@ -87,6 +87,8 @@ static void	proc_trim_exited(struct proctab *);
 static void	proc_trim_cb(struct ev_loop *, ev_prepare *, int);
 static void	proc_sync_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_first_status_cb(struct ev_loop *, ev_timer *, int);
+static void	proctab_spare_soon(struct proctab *);
+static void	proctab_spare_cb(struct ev_loop *, ev_idle *, int);
 static void	proc_sweep_cb(struct ev_loop *, ev_timer *, int);
 static bool	proc_release_fds(struct proc *);
 static void	proc_stdin_flush(struct proc *);
@@ -119,8 +121,10 @@ proctab_init(struct proctab *t, struct ev_loop *loop, const char *boot,
 	ev_unref(loop);		/* the sweep alone does not keep the loop */
 	ev_timer_init(&t->retry, proctab_retry_cb, STATE_RETRY_S,
 	    STATE_RETRY_S);
+	ev_idle_init(&t->spare, proctab_spare_cb);
 	if (procsfd == -1)
 		(void)proctab_boot_dir(t);	/* or degraded: it retries */
+	proctab_spare_soon(t);
 
 	/* The base environment: the agent's, without its own TEND_* knobs. */
 	while (environ[n] != NULL)
@@ -151,6 +155,8 @@ proctab_free(struct proctab *t)
 	ev_timer_stop(t->loop, &t->sweep);
 	ev_timer_stop(t->loop, &t->sync);
 	ev_timer_stop(t->loop, &t->retry);
+	ev_idle_stop(t->loop, &t->spare);
+	record_spare_drop(&t->recs);
 	(void)syncfs(proctab_syncfd(t));
 	proctab_set_procsfd(t, -1);
 	if (t->devnull != -1)
@@ -498,6 +504,8 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 		*err = errno;
 		return NULL;
 	}
+	/* Not while this child may be about to exit: see proctab_spare_soon. */
+	ev_idle_stop(t->loop, &t->spare);
 	if (proc_pipes_open(t, &pp, o->stdin_pipe) == -1 ||
 	    proc_exec(p, o, &pp, spawn_failed) == -1)
 		goto fail;	/* a failed child is left to the reaper */
@@ -839,6 +847,7 @@ proc_write_status(struct proc *p, bool final)
 	int	err;
 
 	p->status_written = true;
+	proctab_spare_soon(p->tab);
 	if (proc_put_status(p) == -1) {
 		err = errno;
 		if (!was_failed && !record_in_memory(&p->rec))
@@ -895,6 +904,31 @@ proc_first_status_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	(void)revents;
 	if (!p->status_written)
 		proc_write_status(p, false);
+}
+
+/*
+ * The spare directory (record_spare_make) is made when the loop has
+ * nothing else to do, one create at a time, after a status write: by
+ * then the launch that took the last one has replied (a short exec has
+ * ended), so that its creates are on nobody's request path — not while
+ * a child that was just launched may be about to exit and be replied to.
+ */
+static void
+proctab_spare_soon(struct proctab *t)
+{
+	if (!record_spare_ready(&t->recs) && !ev_is_active(&t->spare))
+		ev_idle_start(t->loop, &t->spare);
+}
+
+static void
+proctab_spare_cb(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	struct proctab	*t = container_of(w, struct proctab, spare);
+
+	(void)revents;
+	/* None made: the next launch makes its directory itself. */
+	if (record_spare_make(&t->recs) != 1)
+		ev_idle_stop(loop, w);
 }
 
 static void

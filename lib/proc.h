@@ -154,6 +154,7 @@ struct proctab {
 	ev_timer	 sync;		/* syncfs after final statuses */
 	pid_t		 sync_pid;	/* the child doing it */
 	ev_timer	 sweep;		/* closes files of ended records */
+	ev_idle		 spare;		/* makes the next record's directory */
 	uint64_t	 maxlog;
 	char		**baseenv;	/* agent env without TEND_* */
 	struct wlist_link *subs;		/* proctab_subscribe */

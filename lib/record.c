@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 
 #define RECORD_META	"meta.json"
 #define RECORD_STATUS	"status.json"
+#define RECORD_SPARE	".spare"	/* in the boot's directory */
 
 static const char *const record_streams[LS_NSTREAMS] = { "stdout", "stderr" };
 static const char *const record_term_streams[1] = { "output" };
@@ -50,6 +52,13 @@ static const struct record_kind_desc {
 static int	record_dir(struct record *);
 static void	record_dir_done(struct record *, int);
 static int	record_mkdir(struct record *);
+static int	record_spare_take(struct record *);
+static void	record_spare_close(struct record_spare *);
+static void	record_tmp_drop(struct record *, bool *, const char *);
+static int	record_spare_recycle(struct record *);
+static int	record_spare_empty(struct record_spare *);
+static int	record_spare_keep(struct record_spare *, const char *,
+		    const char *);
 static int	record_open_store(struct record *, uint64_t);
 static int	record_opendir(int, const char *);
 static DIR	*record_opendirs(int);
@@ -120,13 +129,18 @@ record_open_store(struct record *r, uint64_t maxlog)
 	return -1;
 }
 
-/* A record's directory, made or found; a procs directory gone is remade. */
+/*
+ * A record's directory: the spare renamed, or made or found; a procs
+ * directory gone is remade.
+ */
 static int
 record_mkdir(struct record *r)
 {
 	struct record_dir	*d = r->dir;
 	int			 fd;
 
+	if ((fd = record_spare_take(r)) != -1)
+		return fd;
 	fd = fsutil_opendirs(d->fd, r->id);
 	if (fd == -1 && errno == ENOENT && d->remake != NULL &&
 	    d->remake(d) == 0)
@@ -191,7 +205,9 @@ record_put_meta(struct record *r)
 		return 0;
 	if ((dfd = record_dir(r)) == -1)
 		return -1;
-	rc = fsutil_write_new(dfd, RECORD_META, r->meta, strlen(r->meta));
+	rc = fsutil_write_new_tmp(dfd, RECORD_META, r->metatmp, r->meta,
+	    strlen(r->meta));
+	r->metatmp = false;	/* taken, whether the write took or not */
 	record_dir_done(r, dfd);
 	if (rc == -1 && errno != EEXIST)
 		return -1;
@@ -213,8 +229,9 @@ record_put_status(struct record *r, const char *json)
 	if (json == NULL)
 		errno = ENOMEM;
 	else if ((dfd = record_dir(r)) != -1) {
-		rc = fsutil_write_atomic(dfd, RECORD_STATUS, json, strlen(json),
-		    false);
+		rc = fsutil_write_atomic_tmp(dfd, RECORD_STATUS, r->statustmp,
+		    json, strlen(json), false);
+		r->statustmp = false;
 		record_dir_done(r, dfd);
 	}
 	r->status_failed = rc == -1;
@@ -245,6 +262,8 @@ record_release(struct record *r)
 {
 	if (!r->fds_open || r->nodir)
 		return false;
+	record_tmp_drop(r, &r->metatmp, RECORD_META);
+	record_tmp_drop(r, &r->statustmp, RECORD_STATUS);
 	logstore_close(&r->ls);
 	if (r->dirfd != -1)
 		close(r->dirfd);
@@ -278,12 +297,18 @@ record_remove(struct record *r)
 {
 	if (r->dir == NULL || r->nodir || r->dir->fd == -1)
 		return 0;
+	/* Whatever happens, the temps it was given go with its files. */
+	r->metatmp = r->statustmp = false;
+	if (record_spare_recycle(r) == 0)
+		return 0;
 	return fsutil_rmtree(r->dir->fd, r->id);
 }
 
 void
 record_free(struct record *r)
 {
+	record_tmp_drop(r, &r->metatmp, RECORD_META);
+	record_tmp_drop(r, &r->statustmp, RECORD_STATUS);
 	logstore_close(&r->ls);
 	if (r->dirfd != -1)
 		close(r->dirfd);
@@ -291,6 +316,227 @@ record_free(struct record *r)
 	r->fds_open = false;
 	free(r->meta);
 	r->meta = NULL;
+}
+
+/* A temp made ahead and never written: removed if it can be. */
+static void
+record_tmp_drop(struct record *r, bool *made, const char *name)
+{
+	char	tmp[NAME_MAX + 1];
+	int	saved = errno;
+
+	if (*made && r->dirfd != -1 && snprintf(tmp, sizeof(tmp), "%s.tmp",
+	    name) < (int)sizeof(tmp))
+		(void)unlinkat(r->dirfd, tmp, 0);
+	*made = false;
+	errno = saved;
+}
+
+/* ------------------------------------------------------------------ */
+/* The spare directory */
+
+/*
+ * Beside the records directory, not in it: an operator's rm -r of procs
+ * never races the agent making files there, and no reader of records
+ * meets it.
+ */
+int
+record_spare_make(struct record_dir *d)
+{
+	struct record_spare	*s = &d->spare;
+	int			 pfd, err;
+
+	if (s->off || d->fd == -1 || d->kind != RECORD_PROC)
+		return 0;
+	if (s->made) {
+		if (s->meta && s->status)
+			return 0;
+		if (fsutil_tmp_make(s->dirfd, s->meta ? RECORD_STATUS :
+		    RECORD_META) == -1)
+			goto fail;
+		if (s->meta)
+			s->status = true;
+		s->meta = true;
+		return s->status ? 0 : 1;
+	}
+	if ((pfd = openat(d->fd, "..", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	s->parentfd = pfd;
+	s->dirfd = -1;
+	s->meta = s->status = false;
+	s->made = true;
+	/* One left by a spare dropped without removal: a new one. */
+	if (mkdirat(pfd, RECORD_SPARE, 0700) == -1 && (errno != EEXIST ||
+	    fsutil_rmtree(pfd, RECORD_SPARE) == -1 ||
+	    mkdirat(pfd, RECORD_SPARE, 0700) == -1))
+		goto fail;
+	if ((s->dirfd = fsutil_open(pfd, RECORD_SPARE, O_RDONLY |
+	    O_DIRECTORY, 0)) == -1)
+		goto fail;
+	return 1;
+fail:
+	err = errno;
+	record_spare_drop(d);
+	errno = err;
+	return -1;
+}
+
+bool
+record_spare_ready(const struct record_dir *d)
+{
+	return d->spare.off || (d->spare.made && d->spare.status);
+}
+
+void
+record_spare_drop(struct record_dir *d)
+{
+	struct record_spare	*s = &d->spare;
+	int			 saved = errno;
+
+	if (!s->made)
+		return;
+	(void)fsutil_rmtree(s->parentfd, RECORD_SPARE);
+	record_spare_close(s);
+	errno = saved;
+}
+
+static void
+record_spare_close(struct record_spare *s)
+{
+	close(s->parentfd);
+	if (s->dirfd != -1)
+		close(s->dirfd);
+	s->parentfd = s->dirfd = -1;
+	s->made = s->meta = s->status = false;
+}
+
+/*
+ * A record removed while no spare is made becomes the spare: renamed
+ * out of the records directory (at once gone from it, as by a removal),
+ * emptied but for its meta.json and status.json, which are truncated and
+ * renamed to the temps.  So a table that keeps its bound of ended
+ * records, removing the oldest at each end, neither frees nor makes an
+ * inode per launch of a process that writes nothing.  0, or -1 when it
+ * was not taken (the caller removes the directory as usual).
+ */
+static int
+record_spare_recycle(struct record *r)
+{
+	struct record_dir	*d = r->dir;
+	struct record_spare	*s = &d->spare;
+	int			 pfd;
+
+	if (s->made || s->off || d->kind != RECORD_PROC ||
+	    !record_id_valid(r->id))
+		return -1;
+	if ((pfd = openat(d->fd, "..", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	/* Never through a link planted under the ID. */
+	if ((s->dirfd = fsutil_open(d->fd, r->id, O_RDONLY | O_DIRECTORY,
+	    0)) == -1) {
+		close(pfd);
+		return -1;
+	}
+	s->parentfd = pfd;
+	s->made = true;
+	s->meta = s->status = false;
+	if (renameat2(d->fd, r->id, pfd, RECORD_SPARE, RENAME_NOREPLACE) ==
+	    -1) {
+		record_spare_close(s);
+		return -1;
+	}
+	/* Out of procs: what follows fails only into a spare dropped. */
+	if (record_spare_empty(s) == -1 ||
+	    record_spare_keep(s, RECORD_META, RECORD_META ".tmp") == -1 ||
+	    record_spare_keep(s, RECORD_STATUS, RECORD_STATUS ".tmp") == -1)
+		record_spare_drop(d);
+	else
+		s->meta = s->status = true;
+	return 0;
+}
+
+/* Everything but meta.json and status.json out of the spare. */
+static int
+record_spare_empty(struct record_spare *s)
+{
+	struct dirent	*de;
+	DIR		*dir;
+	int		 fd, rc = 0;
+
+	if ((fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return -1;
+	if ((dir = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	while ((de = readdir(dir)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0 &&
+		    strcmp(de->d_name, RECORD_META) != 0 &&
+		    strcmp(de->d_name, RECORD_STATUS) != 0 &&
+		    fsutil_rmtree(s->dirfd, de->d_name) == -1)
+			rc = -1;
+	closedir(dir);
+	return rc;
+}
+
+/*
+ * name, truncated, as the temp tmp; made anew if it is missing, or if
+ * another link to it would lose its bytes.
+ */
+static int
+record_spare_keep(struct record_spare *s, const char *name, const char *tmp)
+{
+	struct stat	st;
+	int		fd, rc;
+
+	fd = fsutil_open(s->dirfd, name, O_WRONLY, 0);
+	if (fd != -1 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_nlink == 1) {
+		rc = ftruncate(fd, 0);
+		close(fd);
+		if (rc == 0 && renameat(s->dirfd, name, s->dirfd, tmp) == 0)
+			return 0;
+	} else if (fd != -1)
+		close(fd);
+	(void)fsutil_rmtree(s->dirfd, name);
+	return fsutil_tmp_make(s->dirfd, name);
+}
+
+/*
+ * The spare as the record's directory, renamed without replacing: its
+ * fd, the record taking its temps; -1 when there is none or it could
+ * not be renamed.  A name already taken (a planted link) is left to the
+ * usual way, which refuses it; a spare gone, or a records directory
+ * removed, drops it; one the file system cannot rename into place (no
+ * RENAME_NOREPLACE) is not made again.
+ */
+static int
+record_spare_take(struct record *r)
+{
+	struct record_dir	*d = r->dir;
+	struct record_spare	*s = &d->spare;
+	int			 fd;
+
+	if (!s->made || s->dirfd == -1)
+		return -1;
+	if (renameat2(s->parentfd, RECORD_SPARE, d->fd, r->id,
+	    RENAME_NOREPLACE) == -1) {
+		if (errno == EINVAL || errno == ENOSYS || errno == EPERM)
+			s->off = true;
+		if (errno != EEXIST)
+			record_spare_drop(d);
+		return -1;
+	}
+	r->metatmp = s->meta;
+	r->statustmp = s->status;
+	fd = s->dirfd;
+	s->dirfd = -1;
+	record_spare_close(s);
+	return fd;
 }
 
 /* ------------------------------------------------------------------ */

@@ -23,6 +23,23 @@ enum record_kind {
 	RECORD_TERM	/* terms/: "output"; status "status" */
 };
 
+/*
+ * A record's directory made ahead of its launch, off the request path:
+ * ".spare" beside the records directory (in the boot's directory, where
+ * no record is looked for), with meta.json's and status.json's temps
+ * made in it, empty.  A launch renames it to its ID and so creates no
+ * file system object at all: on ext4 without a journal each new inode
+ * scans past every inode freed in the last seconds.
+ */
+struct record_spare {
+	bool	 made;		/* the directory is; false in a zeroed
+				   record_dir */
+	bool	 off;		/* the file system cannot rename it into place */
+	bool	 meta, status;	/* its temps are made */
+	int	 parentfd;	/* the boot's directory, while made */
+	int	 dirfd;		/* the spare, while made */
+};
+
 /* A boot's records directory, as its owner (the table) holds it. */
 struct record_dir {
 	int	 fd;		/* boots/<boot>/procs, or -1 while it cannot
@@ -32,6 +49,7 @@ struct record_dir {
 	/* Make fd (again): it was never made, or was removed.  -1, errno. */
 	int	(*remake)(struct record_dir *);
 	enum record_kind kind;	/* 0: processes */
+	struct record_spare spare;	/* record_spare_make */
 };
 
 /* One record's files, for its live process. */
@@ -44,6 +62,9 @@ struct record {
 	bool		 fds_open;	/* ls (and dirfd) hold open files */
 	bool		 status_failed;	/* the last status.json write failed */
 	char		*meta;		/* meta.json, until it is written */
+	bool		 metatmp;	/* meta.json.tmp was made ahead (the
+					   spare's), until meta.json is written */
+	bool		 statustmp;	/* the same for status.json */
 	struct logstore	 ls;		/* its output: the owner drains into it */
 };
 
@@ -81,11 +102,28 @@ bool	record_in_memory(const struct record *);
 bool	record_release(struct record *);
 /* The store, its files reopened read-only if they were given back. */
 struct logstore *record_store(struct record *);
-/* Remove the files.  -1 and errno: then they stay as they were. */
+/*
+ * Remove the files (while no spare is made, the emptied directory
+ * becomes the spare).  -1 and errno: then they stay as they were.
+ */
 int	record_remove(struct record *);
 void	record_free(struct record *);
 /* A state dir that is full, read-only or gone refused with this errno. */
 bool	record_refused(int err);
+
+/*
+ * One step of making the directory's spare (struct record_spare): one
+ * file system object, so that a request that comes meanwhile waits for
+ * one create at most.  The next record_open takes what is made (a temp
+ * not made yet is made when it is written).  0 when the spare is whole,
+ * 1 when a step remains, -1 and errno (then none is left, and the next
+ * launch makes its directory itself).
+ */
+int	record_spare_make(struct record_dir *);
+/* The spare is whole: nothing to make. */
+bool	record_spare_ready(const struct record_dir *);
+/* Remove the spare, if any (shutdown, or its rename failed). */
+void	record_spare_drop(struct record_dir *);
 
 /* ------------------------------------------------------------------ */
 /* Earlier boots' records, by name under their procs directory */

@@ -154,6 +154,54 @@ START_TEST(write_atomic_over_stale_tmp)
 }
 END_TEST
 
+/* A temp made ahead is the file written: opened, not created. */
+START_TEST(write_through_tmp_made_ahead)
+{
+	struct stat	 st, st2;
+	char		*s;
+
+	ck_assert_int_eq(fsutil_tmp_make(tdir, "f"), 0);
+	ck_assert_int_eq(fstatat(tdir, "f.tmp", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	ck_assert_int_eq(fsutil_write_atomic_tmp(tdir, "f", true, "one", 3,
+	    false), 0);
+	ck_assert_int_eq(fstatat(tdir, "f", &st2, 0), 0);
+	ck_assert_uint_eq(st2.st_ino, st.st_ino);
+	ck_assert(!tu_exists(tdir, "f.tmp"));
+
+	ck_assert_int_eq(fsutil_tmp_make(tdir, "g"), 0);
+	ck_assert_int_eq(fstatat(tdir, "g.tmp", &st, 0), 0);
+	ck_assert_int_eq(fsutil_write_new_tmp(tdir, "g", true, "two", 3), 0);
+	ck_assert_int_eq(fstatat(tdir, "g", &st2, 0), 0);
+	ck_assert_uint_eq(st2.st_ino, st.st_ino);
+	s = tu_slurp(tdir, "g", NULL);
+	ck_assert_str_eq(s, "two");
+	free(s);
+
+	/* Gone since it was made: made anew, the write still whole. */
+	ck_assert_int_eq(fsutil_tmp_make(tdir, "h"), 0);
+	ck_assert_int_eq(unlinkat(tdir, "h.tmp", 0), 0);
+	ck_assert_int_eq(fsutil_write_atomic_tmp(tdir, "h", true, "three", 5,
+	    false), 0);
+	s = tu_slurp(tdir, "h", NULL);
+	ck_assert_str_eq(s, "three");
+	free(s);
+	/* A link planted in its place is not written through. */
+	ck_assert_int_eq(fsutil_tmp_make(tdir, "i"), 0);
+	ck_assert_int_eq(unlinkat(tdir, "i.tmp", 0), 0);
+	tu_put(tdir, "victim", "precious");
+	ck_assert_int_eq(symlinkat("victim", tdir, "i.tmp"), 0);
+	ck_assert_int_eq(fsutil_write_atomic_tmp(tdir, "i", true, "four", 4,
+	    false), 0);
+	s = tu_slurp(tdir, "victim", NULL);
+	ck_assert_str_eq(s, "precious");
+	free(s);
+	s = tu_slurp(tdir, "i", NULL);
+	ck_assert_str_eq(s, "four");
+	free(s);
+}
+END_TEST
+
 START_TEST(write_refused_keeps_old)
 {
 	char	*s;
@@ -515,6 +563,7 @@ fsutil_suite(void)
 	tcase_add_test(tc, write_atomic_failure_cleans_up);
 	tcase_add_test(tc, write_atomic_over_stale_tmp);
 	tcase_add_test(tc, write_new_refuses_existing);
+	tcase_add_test(tc, write_through_tmp_made_ahead);
 	tcase_add_test(tc, write_refused_keeps_old);
 	tcase_add_test(tc, write_through_no_link);
 	suite_add_tcase(s, tc);

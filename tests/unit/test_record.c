@@ -120,6 +120,161 @@ START_TEST(open_meta_status)
 }
 END_TEST
 
+/* The spare, made a step at a time, becomes the next record. */
+START_TEST(spare_taken_by_open)
+{
+	struct record	 r;
+	struct stat	 sp, st;
+	char		*s;
+	int		 n = 0;
+
+	while (record_spare_make(&dir) == 1)
+		n++;
+	ck_assert_int_eq(n, 2);		/* directory, meta temp, status temp */
+	ck_assert(record_spare_ready(&dir));
+	ck_assert(tu_exists(tdir, ".spare/meta.json.tmp"));
+	ck_assert(tu_exists(tdir, ".spare/status.json.tmp"));
+	ck_assert_int_eq(fstatat(tdir, ".spare", &sp, 0), 0);
+	ck_assert_int_eq(record_spare_make(&dir), 0);	/* whole: nothing */
+
+	ck_assert_int_eq(record_open(&r, &dir, "s1", 100), 0);
+	ck_assert(!tu_exists(tdir, ".spare"));
+	ck_assert(!record_spare_ready(&dir));
+	ck_assert_int_eq(fstatat(dir.fd, "s1", &st, 0), 0);
+	ck_assert_uint_eq(st.st_ino, sp.st_ino);
+	ck_assert_int_eq(record_set_meta(&r, strdup("{\"m\":1}")), 0);
+	ck_assert_int_eq(record_put_status(&r, "{\"state\":\"running\"}"), 0);
+	ck_assert_int_eq(record_put_status(&r, "{\"state\":\"exited\"}"), 0);
+	ck_assert(!tu_exists(dir.fd, "s1/meta.json.tmp"));
+	ck_assert(!tu_exists(dir.fd, "s1/status.json.tmp"));
+	s = tu_slurp(dir.fd, "s1/meta.json", NULL);
+	ck_assert_str_eq(s, "{\"m\":1}");
+	free(s);
+	s = tu_slurp(dir.fd, "s1/status.json", NULL);
+	ck_assert_str_eq(s, "{\"state\":\"exited\"}");
+	free(s);
+	record_free(&r);
+
+	/* Half made: the launch makes the rest itself. */
+	ck_assert_int_eq(record_spare_make(&dir), 1);
+	ck_assert_int_eq(record_spare_make(&dir), 1);
+	ck_assert_int_eq(record_open(&r, &dir, "s2", 100), 0);
+	ck_assert(tu_exists(dir.fd, "s2/meta.json.tmp"));
+	ck_assert(!tu_exists(dir.fd, "s2/status.json.tmp"));
+	ck_assert_int_eq(record_put_status(&r, "{\"state\":\"exited\"}"), 0);
+	ck_assert(tu_exists(dir.fd, "s2/status.json"));
+	/* An unused temp goes with the record's files. */
+	record_free(&r);
+	ck_assert(!tu_exists(dir.fd, "s2/meta.json.tmp"));
+	record_spare_drop(&dir);
+}
+END_TEST
+
+/* A name taken keeps the spare; a procs directory removed drops it. */
+START_TEST(spare_kept_or_dropped)
+{
+	struct record	 r;
+	char		 procs[96];
+
+	while (record_spare_make(&dir) == 1)
+		;
+	ck_assert_int_eq(symlinkat("/tmp", dir.fd, "evil"), 0);
+	ck_assert_int_eq(record_open(&r, &dir, "evil", 100), -1);
+	ck_assert_int_eq(errno, ELOOP);
+	ck_assert(record_spare_ready(&dir));
+	ck_assert(tu_exists(tdir, ".spare"));
+
+	snprintf(procs, sizeof(procs), "%s/procs", tdir_path);
+	tu_rmtree(procs);
+	ck_assert_int_eq(record_open(&r, &dir, "after", 100), 0);
+	ck_assert_int_eq(remakes, 1);
+	ck_assert(!tu_exists(tdir, ".spare"));
+	ck_assert(tu_exists(dir.fd, "after"));
+	record_free(&r);
+
+	while (record_spare_make(&dir) == 1)
+		;
+	ck_assert(tu_exists(tdir, ".spare"));
+	record_spare_drop(&dir);
+	ck_assert(!tu_exists(tdir, ".spare"));
+	ck_assert(!record_spare_ready(&dir));
+}
+END_TEST
+
+/* A record removed while no spare is made becomes the spare, emptied. */
+START_TEST(spare_recycled_from_removed)
+{
+	struct record	 r;
+	struct stat	 d0, m0, s0, st;
+	char		*s;
+
+	ck_assert_int_eq(record_open(&r, &dir, "old", 100), 0);
+	ck_assert_int_eq(record_set_meta(&r, strdup("{\"m\":\"old\"}")), 0);
+	ck_assert_int_eq(record_put_status(&r, "{\"state\":\"exited\"}"), 0);
+	ck_assert_int_eq(logstore_append(&r.ls, 0, "out", 3), 0);
+	tu_put(dir.fd, "old/planted", "x");
+	ck_assert_int_eq(fstatat(dir.fd, "old", &d0, 0), 0);
+	ck_assert_int_eq(fstatat(dir.fd, "old/meta.json", &m0, 0), 0);
+	ck_assert_int_eq(fstatat(dir.fd, "old/status.json", &s0, 0), 0);
+	ck_assert_int_eq(record_remove(&r), 0);
+	record_free(&r);
+	ck_assert(!tu_exists(dir.fd, "old"));
+	ck_assert(record_spare_ready(&dir));
+	ck_assert_int_eq(fstatat(tdir, ".spare", &st, 0), 0);
+	ck_assert_uint_eq(st.st_ino, d0.st_ino);
+	ck_assert_int_eq(fstatat(tdir, ".spare/meta.json.tmp", &st, 0), 0);
+	ck_assert_uint_eq(st.st_ino, m0.st_ino);
+	ck_assert_int_eq(st.st_size, 0);
+	ck_assert_int_eq(fstatat(tdir, ".spare/status.json.tmp", &st, 0), 0);
+	ck_assert_uint_eq(st.st_ino, s0.st_ino);
+	ck_assert_int_eq(st.st_size, 0);
+	ck_assert(!tu_exists(tdir, ".spare/stdout"));
+	ck_assert(!tu_exists(tdir, ".spare/index"));
+	ck_assert(!tu_exists(tdir, ".spare/planted"));
+
+	/* The next record is it, with nothing of the old one. */
+	ck_assert_int_eq(record_open(&r, &dir, "new", 100), 0);
+	ck_assert_int_eq(fstatat(dir.fd, "new", &st, 0), 0);
+	ck_assert_uint_eq(st.st_ino, d0.st_ino);
+	ck_assert_int_eq(record_set_meta(&r, strdup("{}")), 0);
+	s = tu_slurp(dir.fd, "new/meta.json", NULL);
+	ck_assert_str_eq(s, "{}");
+	free(s);
+	ck_assert(!tu_exists(dir.fd, "new/stdout"));
+
+	/* A spare already made: removed as usual. */
+	while (record_spare_make(&dir) == 1)
+		;
+	ck_assert_int_eq(fstatat(tdir, ".spare", &d0, 0), 0);
+	ck_assert_int_eq(record_remove(&r), 0);
+	record_free(&r);
+	ck_assert(!tu_exists(dir.fd, "new"));
+	ck_assert_int_eq(fstatat(tdir, ".spare", &st, 0), 0);
+	ck_assert_uint_eq(st.st_ino, d0.st_ino);
+	record_spare_drop(&dir);
+}
+END_TEST
+
+/* Another link to a record's file keeps its bytes. */
+START_TEST(spare_recycle_spares_other_links)
+{
+	struct record	 r;
+	char		*s;
+
+	ck_assert_int_eq(record_open(&r, &dir, "ln", 100), 0);
+	ck_assert_int_eq(record_set_meta(&r, strdup("{\"keep\":1}")), 0);
+	ck_assert_int_eq(linkat(dir.fd, "ln/meta.json", tdir, "copy", 0), 0);
+	ck_assert_int_eq(record_remove(&r), 0);
+	record_free(&r);
+	s = tu_slurp(tdir, "copy", NULL);
+	ck_assert_str_eq(s, "{\"keep\":1}");
+	free(s);
+	ck_assert(record_spare_ready(&dir));
+	ck_assert(tu_exists(tdir, ".spare/meta.json.tmp"));
+	record_spare_drop(&dir);
+}
+END_TEST
+
 /* A status that cannot be made is owed like one the disk refused. */
 START_TEST(status_unmade_is_owed)
 {
@@ -437,6 +592,10 @@ record_suite(void)
 	tcase_add_test(tc, procs_dir_remade);
 	tcase_add_test(tc, planted_link_refused);
 	tcase_add_test(tc, release_and_reopen);
+	tcase_add_test(tc, spare_taken_by_open);
+	tcase_add_test(tc, spare_kept_or_dropped);
+	tcase_add_test(tc, spare_recycled_from_removed);
+	tcase_add_test(tc, spare_recycle_spares_other_links);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stored");

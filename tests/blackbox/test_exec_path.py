@@ -1,0 +1,256 @@
+"""The launch path's files (issue 14, the exec figure): a record's
+directory and the temps of its meta.json and status.json are made ahead,
+while the agent is idle, as boots/<boot>/.spare; a launch renames it to
+procs/<id> and creates nothing itself.  What must hold: each record's files are its
+own and whole, the spare is never taken for a record (not listed, not
+marked lost, removed at a clean stop), and a launch without a spare (a
+planted name, the procs directory gone) still works.
+"""
+import json
+import os
+import shutil
+import unittest
+
+from harness import AgentTestCase, poll, read_file
+
+
+def load_json(path):
+    try:
+        return json.loads(read_file(path).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+
+
+class SpareCase(AgentTestCase):
+
+    def procs(self, a, boot):
+        return os.path.join(a.boot_dir(boot), "procs")
+
+    def spare_whole(self, a, boot):
+        """The spare with both temps, empty; their inode numbers."""
+        d = os.path.join(a.boot_dir(boot), ".spare")
+        names = ("meta.json.tmp", "status.json.tmp")
+
+        def whole():
+            try:
+                return sorted(os.listdir(d)) == list(names)
+            except OSError:
+                return False
+        self.assertTrue(poll(whole, 5), "no whole spare: %r" % (
+            os.listdir(d) if os.path.isdir(d) else None))
+        for n in names:
+            self.assertEqual(os.stat(os.path.join(d, n)).st_size, 0, n)
+        return os.stat(d).st_ino, [os.stat(os.path.join(d, n)).st_ino for n in names]
+
+
+class TestSpare(SpareCase):
+
+    def test_launch_takes_the_spare_made_ahead(self):
+        a = self.agent()
+        boot = a.health()["bootId"]
+        dino, (mino, sino) = self.spare_whole(a, boot)
+        r = a.post("/v1/exec", {"argv": ["echo", "one"], "id": "one"})
+        self.assertEqual(r.status, 200, r)
+        d = a.proc_dir(boot, "one")
+        # The record is the spare renamed: no directory or temp made on
+        # the request path.
+        self.assertEqual(os.stat(d).st_ino, dino)
+        self.assertEqual(os.stat(os.path.join(d, "meta.json")).st_ino, mino)
+        self.assertTrue(poll(lambda: load_json(os.path.join(d, "status.json")) is not None, 3))
+        self.assertEqual(os.stat(os.path.join(d, "status.json")).st_ino, sino)
+        self.assertEqual(load_json(os.path.join(d, "meta.json"))["argv"], ["echo", "one"])
+        st = load_json(os.path.join(d, "status.json"))
+        self.assertEqual((st["id"], st["state"], st["exit"]["code"]), ("one", "exited", 0), st)
+        self.assertEqual(read_file(os.path.join(d, "stdout")), b"one\n")
+        self.assertEqual(sorted(os.listdir(d)), ["index", "meta.json", "status.json", "stdout"])
+        # A new spare follows, with new inodes.
+        dino2, _ = self.spare_whole(a, boot)
+        self.assertNotEqual(dino2, dino)
+
+    def test_each_record_has_its_own_files(self):
+        a = self.agent()
+        boot = a.health()["bootId"]
+        for i in range(20):
+            r = a.post("/v1/exec", {"argv": ["echo", str(i)], "id": "e%d" % i})
+            self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
+        for i in range(5):
+            a.launch_ok(["sleep", "0.3"], id="s%d" % i)
+        for i in range(5):
+            a.wait_ended("s%d" % i)
+        for i in range(20):
+            d = a.proc_dir(boot, "e%d" % i)
+            self.assertEqual(load_json(os.path.join(d, "meta.json"))["argv"], ["echo", str(i)])
+            st = load_json(os.path.join(d, "status.json"))
+            self.assertEqual((st["id"], st["state"]), ("e%d" % i, "exited"), st)
+            self.assertEqual(read_file(os.path.join(d, "stdout")), b"%d\n" % i)
+        for i in range(5):
+            d = a.proc_dir(boot, "s%d" % i)
+            self.assertEqual(load_json(os.path.join(d, "status.json"))["state"], "exited")
+            self.assertEqual(load_json(os.path.join(d, "meta.json"))["argv"], ["sleep", "0.3"])
+            # The temps were taken by the writes: none left behind.
+            self.assertEqual(sorted(os.listdir(d)), ["meta.json", "status.json"], d)
+        ids = sorted(p["id"] for p in a.get("/v1/processes").json)
+        self.assertEqual(ids, sorted(["e%d" % i for i in range(20)] + ["s%d" % i for i in range(5)]))
+
+    def test_running_record_gets_its_first_status_from_the_spare(self):
+        a = self.agent()
+        boot = a.health()["bootId"]
+        _, (_, sino) = self.spare_whole(a, boot)
+        a.launch_ok(["sleep", "30"], id="run")
+        path = os.path.join(a.proc_dir(boot, "run"), "status.json")
+        self.assertTrue(poll(lambda: load_json(path) is not None, 3), "no first status")
+        self.assertEqual(load_json(path)["state"], "running")
+        self.assertEqual(os.stat(path).st_ino, sino)
+        r = a.post("/v1/processes/run/kill", {"signal": 9})
+        self.assertEqual(r.status, 204, r)
+        st = a.wait_ended("run")
+        self.assertEqual(st["exit"]["code"], 137, st)
+        self.assertTrue(poll(lambda: (load_json(path) or {}).get("state") == "exited", 3))
+
+
+class TestRecycle(SpareCase):
+
+    def test_pruned_record_becomes_the_next_spare(self):
+        """With the bound of ended records reached, the record pruned at
+        an end is the next launch's directory: nothing freed, nothing
+        made."""
+        a = self.agent(extra=["--keep-exited", "1"])
+        boot = a.health()["bootId"]
+        r = a.post("/v1/exec", {"argv": ["echo", "first"], "id": "e1"})
+        self.assertEqual(r.status, 200, r)
+        d1 = a.proc_dir(boot, "e1")
+        self.assertTrue(poll(lambda: os.path.exists(os.path.join(d1, "status.json")), 3))
+        ino = {n: os.stat(os.path.join(d1, n)).st_ino for n in ("meta.json", "status.json")}
+        ino["dir"] = os.stat(d1).st_ino
+        self.spare_whole(a, boot)
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "e2"})
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(poll(lambda: not os.path.exists(d1), 3), "e1 not pruned")
+        dino, (mino, sino) = self.spare_whole(a, boot)
+        self.assertEqual((dino, mino, sino), (ino["dir"], ino["meta.json"], ino["status.json"]))
+        self.assertError(a.status("e1"), 404, "not_found")
+        r = a.post("/v1/exec", {"argv": ["echo", "third"], "id": "e3"})
+        self.assertEqual(r.status, 200, r)
+        d3 = a.proc_dir(boot, "e3")
+        self.assertEqual(os.stat(d3).st_ino, ino["dir"])
+        self.assertEqual(load_json(os.path.join(d3, "meta.json"))["argv"], ["echo", "third"])
+        self.assertTrue(poll(lambda: (load_json(os.path.join(d3, "status.json")) or {})
+                             .get("id") == "e3", 3))
+        self.assertEqual(read_file(os.path.join(d3, "stdout")), b"third\n")
+        self.assertTrue(poll(lambda: os.listdir(self.procs(a, boot)) == ["e3"], 3),
+                        os.listdir(self.procs(a, boot)))
+
+    def test_deleted_record_files_are_gone(self):
+        a = self.agent()
+        boot = a.health()["bootId"]
+        a.launch_ok(["sh", "-c", "echo out; echo err >&2"], id="gone")
+        a.wait_ended("gone")
+        self.spare_whole(a, boot)
+        self.assertEqual(a.delete("/v1/processes/gone").status, 204)
+        self.assertFalse(os.path.lexists(a.proc_dir(boot, "gone")))
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "next"})
+        self.assertEqual(r.status, 200, r)
+        d = a.proc_dir(boot, "next")
+        self.assertTrue(poll(lambda: os.path.exists(os.path.join(d, "status.json")), 3))
+        self.assertEqual(sorted(os.listdir(d)), ["meta.json", "status.json"])
+
+
+class TestSpareAcrossBoots(SpareCase):
+
+    def test_clean_stop_removes_the_spare_and_keeps_records(self):
+        a = self.agent()
+        boot = a.health()["bootId"]
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "t"})
+        self.assertEqual(r.status, 200, r)
+        self.spare_whole(a, boot)
+        self.assertEqual(a.stop(), 0)
+        self.assertEqual(sorted(os.listdir(self.procs(a, boot))), ["t"])
+        self.assertFalse(os.path.lexists(os.path.join(a.boot_dir(boot), ".spare")))
+        b = self.agent(state_dir=a.state)
+        pin = {"Tend-Boot": boot}
+        st = b.status("t", headers=pin).json
+        self.assertEqual((st["state"], st["exit"]["code"]), ("exited", 0), st)
+
+    def test_crash_leaves_a_spare_the_next_boot_ignores(self):
+        a = self.agent()
+        boot = a.health()["bootId"]
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "t"})
+        self.assertEqual(r.status, 200, r)
+        a.launch_ok(["sleep", "30"], id="run")
+        self.spare_whole(a, boot)
+        a.kill()
+        spare = os.path.join(a.boot_dir(boot), ".spare")
+        self.assertTrue(os.path.isdir(spare))
+        b = self.agent(state_dir=a.state)
+        pin = {"Tend-Boot": boot}
+        ids = sorted(p["id"] for p in b.get("/v1/processes", headers=pin).json)
+        self.assertEqual(ids, ["run", "t"])
+        self.assertEqual(b.status("t", headers=pin).json["state"], "exited")
+        lost = b.status("run", headers=pin).json
+        self.assertEqual((lost["state"], lost["error"]["code"]), ("error", "lost"), lost)
+        # Not taken for a record: nothing written into it.
+        self.assertEqual(sorted(os.listdir(spare)), ["meta.json.tmp", "status.json.tmp"])
+        self.assertEqual(sorted(os.listdir(self.procs(a, boot))), ["run", "t"])
+
+
+class TestWithoutSpare(SpareCase):
+
+    def test_planted_name_keeps_the_spare_for_the_next_launch(self):
+        a = self.agent()
+        boot = a.health()["bootId"]
+        dino, _ = self.spare_whole(a, boot)
+        outside = os.path.join(a.tmp, "outside")
+        os.mkdir(outside)
+        os.symlink(outside, a.proc_dir(boot, "evil"))
+        self.assertError(a.launch(["echo", "leak"], id="evil"), 500, "internal")
+        self.assertEqual(os.listdir(outside), [])
+        r = a.post("/v1/exec", {"argv": ["echo", "ok"], "id": "good"})
+        self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
+        self.assertEqual(os.stat(a.proc_dir(boot, "good")).st_ino, dino)
+
+    def test_procs_removed_under_the_spare(self):
+        a = self.agent()
+        boot = a.health()["bootId"]
+        self.spare_whole(a, boot)
+        shutil.rmtree(self.procs(a, boot))
+        r = a.post("/v1/exec", {"argv": ["echo", "again"], "id": "after"})
+        self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
+        d = a.proc_dir(boot, "after")
+        self.assertTrue(poll(lambda: (load_json(os.path.join(d, "status.json")) or {}).get("state")
+                             == "exited", 3))
+        self.assertEqual(load_json(os.path.join(d, "meta.json"))["argv"], ["echo", "again"])
+        self.assertEqual(read_file(os.path.join(d, "stdout")), b"again\n")
+        # And the spare comes back in the new procs directory.
+        self.spare_whole(a, boot)
+
+    def test_back_to_back_launches_without_a_gap(self):
+        """Pipelined launches on one connection: the spare is not remade
+        between them; every record is complete all the same."""
+        a = self.agent()
+        boot = a.health()["bootId"]
+        body = b'{"argv":["true"]}'
+        req = (b"POST /v1/exec HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+               b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        s = a.connect(timeout=10)
+        try:
+            s.sendall(req * 10)
+            got = b""
+            while got.count(b"HTTP/1.1 200 OK") < 10 or not got.endswith(b"}"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        finally:
+            s.close()
+        self.assertEqual(got.count(b"HTTP/1.1 200 OK"), 10, got[:500])
+        ids = [p["id"] for p in a.get("/v1/processes").json]
+        self.assertEqual(len(ids), 10, ids)
+        for i in ids:
+            d = a.proc_dir(boot, i)
+            self.assertTrue(poll(lambda: (load_json(os.path.join(d, "status.json")) or {})
+                                 .get("state") == "exited", 3), i)
+            self.assertEqual(load_json(os.path.join(d, "meta.json"))["argv"], ["true"])
+            self.assertEqual(sorted(os.listdir(d)), ["meta.json", "status.json"], d)
+
+if __name__ == "__main__":
+    unittest.main()
