@@ -1475,7 +1475,7 @@ efs_gz_inflate(struct efs_up *up, const char *d, size_t n)
 	static char	 out[FILES_IO_CHUNK];
 	z_stream	*z = &up->z;
 	unsigned	 turn = ev_iteration(up->loop);
-	size_t		 got;
+	size_t		 room, got;
 	int		 rc;
 
 	if (up->zturn != turn) {
@@ -1486,11 +1486,14 @@ efs_gz_inflate(struct efs_up *up, const char *d, size_t n)
 	z->avail_in = n;
 	while (z->avail_in > 0 && up->zmade < FILES_PUMP_BYTES &&
 	    up->status == 0) {
+		room = FILES_PUMP_BYTES - up->zmade;
+		if (room > sizeof(out))
+			room = sizeof(out);
 		z->next_out = (Bytef *)out;
-		z->avail_out = sizeof(out);
+		z->avail_out = room;
 		up->zopen = true;
 		rc = inflate(z, Z_NO_FLUSH);
-		got = sizeof(out) - z->avail_out;
+		got = room - z->avail_out;
 		up->zmade += got;
 		if (got > 0)
 			efs_up_take(up, out, got);
