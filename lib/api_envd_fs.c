@@ -23,7 +23,7 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-#define ZLIB_CONST
+#define ZLIB_CONST		/* next_in takes the body's const bytes */
 #include <zlib.h>
 
 #include "api.h"
