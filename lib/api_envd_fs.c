@@ -23,6 +23,8 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#define ZLIB_CONST		/* next_in takes the body's const bytes */
+#include <zlib.h>
 
 #include "api.h"
 #include "api_envd_fs.h"
@@ -81,9 +83,25 @@ struct efs_poller {
 	struct efs_path		 p;
 };
 
-/* A POST /files upload, owned by its connection. */
+/*
+ * A POST /files upload, owned by its connection.  A gzip body is
+ * inflated FILES_PUMP_BYTES a loop turn: what a turn leaves of a piece
+ * waits in zin (at most one read of the socket, reading being paused
+ * meanwhile) and the rest is inflated from the check watcher.
+ */
 struct efs_up {
 	struct http_conn	*c;
+	struct ev_loop		*loop;
+	bool			 gz;		/* Content-Encoding: gzip */
+	bool			 zopen;		/* inside a gzip member */
+	bool			 zseen;		/* a member ended */
+	bool			 body_done;	/* efs_upload waits for zin */
+	z_stream		 z;
+	struct buf		 zin;		/* body not inflated yet */
+	unsigned		 zturn;		/* ev_iteration of zmade */
+	size_t			 zmade;		/* inflated in that turn */
+	ev_check		 zresume;	/* inflate zin's next share */
+	ev_idle			 zspin;		/* ... without blocking first */
 	struct envd_user	 u;
 	struct multipart	*mp;		/* NULL: application/octet-stream */
 	bool			 begun;		/* a file is being written */
@@ -148,6 +166,13 @@ static void	efs_up_errno(struct efs_up *, int, const char *);
 static struct efs_up *efs_up_new(struct http_conn *, struct http_req *);
 static void	efs_up_free(struct efs_up *);
 static void	efs_up_closed(struct http_conn *, void *);
+static int	efs_up_encoding(struct efs_up *, const char *);
+static void	efs_up_take(struct efs_up *, const char *, size_t);
+static size_t	efs_gz_inflate(struct efs_up *, const char *, size_t);
+static void	efs_gz_piece(struct efs_up *, const char *, size_t);
+static void	efs_gz_resume(struct ev_loop *, ev_check *, int);
+static void	efs_gz_spin(struct ev_loop *, ev_idle *, int);
+static void	efs_up_finish(struct efs_up *);
 static int	efs_up_begin(struct efs_up *, const char *);
 static int	efs_up_commit(struct efs_up *);
 static int	efs_part_begin(void *, const struct multipart_part *);
@@ -1226,7 +1251,10 @@ efs_up_new(struct http_conn *c, struct http_req *r)
 	if ((up = calloc(1, sizeof(*up))) == NULL)
 		return NULL;
 	up->c = c;
+	up->loop = api_of(c)->tab->loop;
 	up->put.fd = up->put.dirfd = up->put.slot = -1;
+	ev_check_init(&up->zresume, efs_gz_resume);
+	ev_idle_init(&up->zspin, efs_gz_spin);
 	http_conn_own(c, up, NULL, efs_up_closed);
 	if ((up->done = cJSON_CreateArray()) == NULL) {
 		efs_up_fail(up, 503, "out of memory");
@@ -1240,11 +1268,8 @@ efs_up_new(struct http_conn *c, struct http_req *r)
 		efs_up_fail(up, 400, "path: too long");
 		return up;
 	}
-	if (ce != NULL && strcasecmp(ce, "identity") != 0) {
-		efs_up_fail(up, 400, "Content-Encoding '%.32s' is not "
-		    "supported: send the bytes as they are", ce);
+	if (efs_up_encoding(up, ce) == -1)
 		return up;
-	}
 	if (ct != NULL && strncasecmp(ct, "application/octet-stream", 24) ==
 	    0) {
 		if (up->qpath[0] == '\0')
@@ -1273,6 +1298,11 @@ efs_up_free(struct efs_up *up)
 {
 	if (up == NULL)
 		return;
+	ev_check_stop(up->loop, &up->zresume);
+	ev_idle_stop(up->loop, &up->zspin);
+	if (up->gz)
+		(void)inflateEnd(&up->z);
+	buf_free(&up->zin);
 	files_put_abort(&up->put);
 	cJSON_Delete(up->done);
 	free(up->mp);
@@ -1284,6 +1314,29 @@ efs_up_closed(struct http_conn *c, void *owner)
 {
 	(void)c;
 	efs_up_free(owner);
+}
+
+/*
+ * Content-Encoding: none or identity, or gzip (x-gzip: its old name),
+ * inflated as envd's Go reader does: members one after another.
+ */
+static int
+efs_up_encoding(struct efs_up *up, const char *ce)
+{
+	if (ce == NULL || strcasecmp(ce, "identity") == 0)
+		return 0;
+	if (strcasecmp(ce, "gzip") != 0 && strcasecmp(ce, "x-gzip") != 0) {
+		efs_up_fail(up, 400, "error decompressing request body: "
+		    "unsupported Content-Encoding: %.32s, supported: gzip, "
+		    "x-gzip, identity", ce);
+		return -1;
+	}
+	if (inflateInit2(&up->z, 16 + MAX_WBITS) != Z_OK) {
+		efs_up_fail(up, 503, "out of memory");
+		return -1;
+	}
+	up->gz = true;
+	return 0;
 }
 
 /*
@@ -1392,23 +1445,11 @@ efs_part_end(void *arg)
 	return 0;
 }
 
-/*
- * Each piece as it arrives: to the file (octet-stream), or through the
- * parser to the part's file.  Nothing is buffered but the parser's
- * headers, so nothing to pause for; a failure is kept for the reply
- * and the rest of the body read and dropped.
- */
+/* Bytes of the body, decoded: to the file, or through the form parser. */
 static void
-efs_upload_body(struct http_conn *c, struct http_req *r, const char *d,
-    size_t n)
+efs_up_take(struct efs_up *up, const char *d, size_t n)
 {
-	struct efs_up	*up = http_conn_owner(c);
-
-	if (up == NULL && (up = efs_up_new(c, r)) == NULL) {
-		r->body_error = ENOMEM;
-		return;
-	}
-	if (up->status != 0 || n == 0)
+	if (up->status != 0)
 		return;
 	if (up->mp == NULL) {
 		if (files_put_write(&up->put, d, n) == -1)
@@ -1422,19 +1463,168 @@ efs_upload_body(struct http_conn *c, struct http_req *r, const char *d,
 		    "multipart/form-data body");
 }
 
+/*
+ * Inflate from d at most what is left of this loop turn's
+ * FILES_PUMP_BYTES (a few KiB of a gzip bomb inflate to GiBs); the
+ * bytes of d used.  A member's end begins the next: what follows must
+ * be another member, as Go's reader has it, so trailing bytes fail.
+ */
+static size_t
+efs_gz_inflate(struct efs_up *up, const char *d, size_t n)
+{
+	static char	 out[FILES_IO_CHUNK];
+	z_stream	*z = &up->z;
+	unsigned	 turn = ev_iteration(up->loop);
+	size_t		 room, got;
+	int		 rc;
+
+	if (up->zturn != turn) {
+		up->zturn = turn;
+		up->zmade = 0;
+	}
+	z->next_in = (const Bytef *)d;
+	z->avail_in = n;
+	while (z->avail_in > 0 && up->zmade < FILES_PUMP_BYTES &&
+	    up->status == 0) {
+		room = FILES_PUMP_BYTES - up->zmade;
+		if (room > sizeof(out))
+			room = sizeof(out);
+		z->next_out = (Bytef *)out;
+		z->avail_out = room;
+		up->zopen = true;
+		rc = inflate(z, Z_NO_FLUSH);
+		got = room - z->avail_out;
+		up->zmade += got;
+		if (got > 0)
+			efs_up_take(up, out, got);
+		if (rc == Z_STREAM_END) {
+			up->zopen = false;
+			up->zseen = true;
+			(void)inflateReset(z);
+		} else if (rc == Z_MEM_ERROR)
+			efs_up_fail(up, 503, "out of memory");
+		else if (rc != Z_OK)	/* Z_BUF_ERROR too: no progress */
+			efs_up_fail(up, 400, "error decompressing request "
+			    "body: gzip: %s", z->msg != NULL ? z->msg :
+			    "invalid data");
+	}
+	return n - z->avail_in;
+}
+
+/*
+ * A piece of a gzip body.  What this turn's share leaves of it is kept
+ * and reading paused; the rest of the read already taken still comes
+ * in pieces (appended: zin holds at most one read), then nothing until
+ * efs_gz_resume has inflated all of zin, a share a turn.
+ */
+static void
+efs_gz_piece(struct efs_up *up, const char *d, size_t n)
+{
+	size_t	used = 0;
+
+	if (buf_avail(&up->zin) == 0)
+		used = efs_gz_inflate(up, d, n);
+	if (used == n || up->status != 0)
+		return;
+	if (buf_add(&up->zin, d + used, n - used) == -1) {
+		efs_up_fail(up, 503, "out of memory");
+		return;
+	}
+	http_conn_pause_read(up->c);
+	ev_check_start(up->loop, &up->zresume);
+	ev_idle_start(up->loop, &up->zspin);
+}
+
+static void
+efs_gz_resume(struct ev_loop *loop, ev_check *w, int revents)
+{
+	struct efs_up	*up = container_of(w, struct efs_up, zresume);
+
+	(void)revents;
+	if (!http_conn_dead(up->c)) {
+		buf_consume(&up->zin, efs_gz_inflate(up, buf_head(&up->zin),
+		    buf_avail(&up->zin)));
+		if (up->status == 0 && buf_avail(&up->zin) > 0)
+			return;
+	}
+	ev_check_stop(loop, w);
+	ev_idle_stop(loop, &up->zspin);
+	buf_free(&up->zin);
+	if (http_conn_dead(up->c))
+		return;			/* efs_up_closed frees up */
+	if (up->body_done)
+		efs_up_finish(up);
+	else
+		http_conn_resume_read(up->c);
+}
+
+/* Nothing to do: efs_gz_resume runs the share. */
+static void
+efs_gz_spin(struct ev_loop *loop, ev_idle *w, int revents)
+{
+	(void)loop;
+	(void)w;
+	(void)revents;
+}
+
+/*
+ * Each piece as it arrives: decoded (gzip), to the file (octet-stream),
+ * or through the parser to the part's file.  A failure is kept for the
+ * reply and the rest of the body read and dropped.
+ */
+static void
+efs_upload_body(struct http_conn *c, struct http_req *r, const char *d,
+    size_t n)
+{
+	struct efs_up	*up = http_conn_owner(c);
+
+	if (up == NULL && (up = efs_up_new(c, r)) == NULL) {
+		r->body_error = ENOMEM;
+		return;
+	}
+	if (up->status != 0 || n == 0)
+		return;
+	if (up->gz)
+		efs_gz_piece(up, d, n);
+	else
+		efs_up_take(up, d, n);
+}
+
 static void
 efs_upload(struct http_conn *c, struct http_req *r)
 {
 	struct efs_up	*up = http_conn_owner(c);
-	cJSON		*done;
 
 	if (up == NULL && (up = efs_up_new(c, r)) == NULL) {
 		efs_rest_err(c, 503, "out of memory");
 		return;
 	}
-	http_conn_own(c, NULL, NULL, NULL);
 	if (up->status == 0 && r->body_error != 0)
 		efs_up_errno(up, r->body_error, "write");
+	/* The body is in, not all of it inflated: efs_gz_resume ends it. */
+	if (up->status == 0 && buf_avail(&up->zin) > 0) {
+		up->body_done = true;
+		return;
+	}
+	efs_up_finish(up);
+}
+
+/*
+ * The body is in and decoded: a gzip body must end at a member's end;
+ * the file committed, the reply.  Reading resumes for the next request.
+ */
+static void
+efs_up_finish(struct efs_up *up)
+{
+	struct http_conn	*c = up->c;
+	cJSON			*done;
+
+	http_conn_own(c, NULL, NULL, NULL);
+	http_conn_resume_read(c);
+	if (up->status == 0 && up->gz && (up->zopen || !up->zseen))
+		efs_up_fail(up, 400, "error decompressing request body: "
+		    "gzip: %s", up->zopen ? "unexpected EOF (the body ended "
+		    "inside a member)" : "EOF (an empty body)");
 	if (up->status == 0 && up->mp == NULL)
 		(void)efs_up_commit(up);
 	else if (up->status == 0 && multipart_finish(up->mp) == -1)

@@ -2,12 +2,14 @@
 service filesystem.Filesystem (every RPC, its EntryInfo, error codes
 and HTTP statuses, confinement to the files root, WatchDir's stream and
 the polling watchers) and GET/POST /files (Range, multipart split at
-every awkward point, octet-stream, chunked bodies, ownership, 507, and a
-100 MB upload in bounded memory).
+every awkward point, octet-stream, chunked bodies, ownership, 507, a
+100 MB upload in bounded memory, and gzip bodies: members, corrupt ones
+and a gzip bomb while the loop keeps serving).
 
 Each agent's files root is a temp dir on the real disk (/var/tmp); the
 paths in messages are host-absolute."""
 import base64
+import gzip
 import json
 import os
 import pwd
@@ -19,9 +21,11 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 import urllib.parse
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import AgentTestCase, UnixHTTPConnection, poll, scaled  # noqa: E402
@@ -640,6 +644,212 @@ class TestUpload(EnvdFsCase):
         self.assertLess(grown, 16 * 1024)
 
 
+def gz_members(data, cuts):
+    """data gzipped as consecutive members, cut at the offsets given."""
+    out, last = b"", 0
+    for cut in list(cuts) + [len(data)]:
+        out += gzip.compress(data[last:cut], mtime=0)
+        last = cut
+    return out
+
+
+def gz_zeros(size):
+    """size zero bytes gzipped (a bomb: about a thousandth of size)."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    block = bytes(MiB)
+    out = [z.compress(block) for _ in range(size // MiB)]
+    return b"".join(out) + z.flush()
+
+
+class TestGzipUpload(EnvdFsCase):
+    """Content-Encoding: gzip on POST /files, as the SDK's gzip option
+    sends it (octet-stream, CompressionStream, chunked)."""
+
+    def post_gz(self, body, ctype, query="", encoding="gzip"):
+        return self.a.request("POST", "/files" + query, body=body, timeout=60,
+                              headers={"Content-Type": ctype, "Content-Encoding": encoding})
+
+    def q(self, *parts):
+        return "?path=" + urllib.parse.quote(self.p(*parts))
+
+    def chunked_head(self, ctype, query=""):
+        return ("POST /files%s HTTP/1.1\r\nHost: x\r\nContent-Type: %s\r\n"
+                "Content-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n"
+                % (query, ctype)).encode()
+
+    def no_temp(self):
+        return [n for n in os.listdir(self.root) if n.startswith(".")]
+
+    def test_octet_stream_members_byte_exact(self):
+        data = os.urandom(2 * MiB) + bytes(MiB) + b"tend gzip\n" * 100000
+        body = gz_members(data, [1, 2 * MiB, 2 * MiB, 3 * MiB + 7])   # an empty member too
+        r = self.post_gz(body, "application/octet-stream", self.q("g.bin"))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json, [{"path": self.p("g.bin"), "name": "g.bin", "type": "file"}])
+        with open(self.p("g.bin"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        for enc in ("x-gzip", "GZip", "X-GZIP"):
+            r = self.post_gz(gzip.compress(enc.encode()), "application/octet-stream",
+                             self.q(enc), encoding=enc)
+            self.assertEqual(r.status, 200, (enc, r))
+            with open(self.p(enc), "rb") as f:
+                self.assertEqual(f.read(), enc.encode())
+        r = self.post_gz(b"as is", "application/octet-stream", self.q("id"), encoding="identity")
+        self.assertEqual(r.status, 200, r)
+        with open(self.p("id"), "rb") as f:
+            self.assertEqual(f.read(), b"as is")
+        self.assertEqual(self.no_temp(), [])
+
+    def test_multipart_decoded_before_the_form(self):
+        one, two = os.urandom(300000), b"second\r\n--XbOuNdArY" * 1000
+        form, ct = multipart([(self.p("m1"), one), (self.p("d", "m2"), two)])
+        r = self.post_gz(gz_members(form, [len(form) // 3]), ct)
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([e["path"] for e in r.json], [self.p("m1"), self.p("d", "m2")])
+        with open(self.p("m1"), "rb") as f:
+            self.assertEqual(f.read(), one)
+        with open(self.p("d", "m2"), "rb") as f:
+            self.assertEqual(f.read(), two)
+
+    def test_chunked_as_compression_stream_sends_it(self):
+        data = os.urandom(500000) + bytes(3 * MiB)
+        form, form_ct = multipart([(self.p("c"), data)])
+        for ctype, body, query in (
+                ("application/octet-stream", gz_members(data, [250000]), self.q("c")),
+                (form_ct, gzip.compress(form), "")):
+            pieces, i = [], 0
+            for n in (1, 2, 3, 9, 100, 4096, 65536, 300000):
+                pieces.append(b"%x\r\n%s\r\n" % (n, body[i:i + n]))
+                i += n
+            pieces.append(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body) - i, body[i:]))
+            r = self.upload_raw(self.chunked_head(ctype, query), pieces, pause=0.002)
+            self.assertEqual(r.status, 200, (ctype, r))
+            with open(self.p("c"), "rb") as f:
+                self.assertEqual(f.read(), data, ctype)
+            os.unlink(self.p("c"))
+
+    def test_pipelined_after_a_long_inflate(self):
+        """The reply waits for the body's inflating (32 MiB from 32 KiB);
+        the next request on the connection is served after it."""
+        body = gz_zeros(32 * MiB)
+        head = ("POST /files%s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream"
+                "\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n"
+                % (self.q("z"), len(body))).encode()
+        s = self.a.connect(timeout=60)
+        try:
+            s.sendall(head + body + b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+            from harness import ResponseReader
+            rd = ResponseReader(s)
+            r1, r2 = rd.read(), rd.read()
+        finally:
+            s.close()
+        self.assertEqual(r1.status, 200, r1)
+        self.assertEqual(r2.status, 200, r2)
+        self.assertEqual(os.path.getsize(self.p("z")), 32 * MiB)
+
+    def test_corrupt_truncated_trailing_are_400(self):
+        data = os.urandom(100000) + b"abc" * 100000
+        good = gz_members(data, [50000])
+        bad = bytearray(good)
+        bad[len(good) // 2] ^= 0xff                              # inside a member
+        codes = bytearray(good)
+        codes[-30] ^= 0x55                                       # in the "abc" codes
+        crc = bytearray(good)
+        crc[-8] ^= 0x01                                          # the last member's CRC
+        cases = {
+            "corrupt": bytes(bad),
+            "corrupt codes": bytes(codes),
+            "crc": bytes(crc),
+            "truncated": good[:-5],
+            "cut in the header": good[:5],
+            "trailing garbage": good + b"garbage!",
+            "a trailing byte": good + b"\x1f",
+            "trailing zeros": good + bytes(16),
+            "not gzip": b"plain text, not gzip",
+            "empty": b"",
+        }
+        form, form_ct = multipart([(self.p("t"), data)])
+        gform = gzip.compress(form)
+        # A form's part that ended before the error was found stays, as
+        # with the form's other refusals; one cut inside it does not.
+        forms = {"inside the part": (gform[:len(gform) // 2], b"old"),
+                 "trailing garbage": (gform + b"xx", data),
+                 "empty": (b"", b"old")}
+        with open(self.p("t"), "wb") as f:
+            f.write(b"old")
+        uploads = [(what, "application/octet-stream", body, self.q("t"), b"old")
+                   for what, body in cases.items()]
+        uploads += [(what, form_ct, body, "", want) for what, (body, want) in forms.items()]
+        for what, ctype, body, query, want in uploads:
+            r = self.post_gz(body, ctype, query)
+            self.assertEqual((r.status, r.json["code"]), (400, 400), (what, ctype, r))
+            self.assertTrue(r.json["message"].startswith("error decompressing request "
+                                                         "body: gzip: "), (what, r.json))
+            with open(self.p("t"), "rb") as f:
+                self.assertEqual(f.read(), want, (what, ctype))   # atomic: old or whole
+            self.assertEqual(self.no_temp(), [], (what, ctype))
+            with open(self.p("t"), "wb") as f:
+                f.write(b"old")
+        r = self.post_gz(good, "application/octet-stream", self.q("t"), encoding="br")
+        self.assertEqual((r.status, r.json["code"]), (400, 400), r)
+        self.assertIn("Content-Encoding", r.json["message"])
+        r = self.post_gz(good, "application/octet-stream", self.q("t"))
+        self.assertEqual(r.status, 200, r)
+        with open(self.p("t"), "rb") as f:
+            self.assertEqual(f.read(), data)
+
+    def test_bomb_keeps_the_loop_serving(self):
+        """256 MiB of zeros from 256 KiB: inflated a share a turn, while
+        another connection's GET /health is answered promptly; a client
+        that hangs up mid-bomb leaves nothing behind."""
+        size = 256 * MiB
+        body = gz_zeros(size)
+        worst, polls, stop = [0.0], [0], threading.Event()
+
+        def poller():
+            c = UnixHTTPConnection(self.a.sock, timeout=scaled(10))
+            try:
+                while not stop.is_set():
+                    t0 = time.monotonic()
+                    c.request("GET", "/health")
+                    c.getresponse().read()
+                    worst[0] = max(worst[0], time.monotonic() - t0)
+                    polls[0] += 1
+                    time.sleep(0.002)
+            finally:
+                c.close()
+        t = threading.Thread(target=poller)
+        t.start()
+        try:
+            t0 = time.monotonic()
+            r = self.post_gz(body, "application/octet-stream", self.q("bomb"))
+            took = time.monotonic() - t0
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(r.status, 200, r)
+        print("\n%d MiB gzip bomb (%d KiB sent): %.2f s, %d health polls meanwhile, worst "
+              "%.1f ms" % (size // MiB, len(body) // 1024, took, polls[0], worst[0] * 1000),
+              file=sys.stderr)
+        self.assertGreater(polls[0], 10)
+        self.assertLess(worst[0], scaled(0.1))
+        self.assertEqual(os.path.getsize(self.p("bomb")), size)
+        zero = bytes(MiB)
+        with open(self.p("bomb"), "rb") as f:
+            for _ in range(size // MiB):
+                self.assertEqual(f.read(MiB), zero)
+        os.unlink(self.p("bomb"))
+        s = self.a.connect(timeout=10)
+        s.sendall(("POST /files%s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream"
+                   "\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n"
+                   % (self.q("gone"), len(body))).encode() + body[:len(body) // 2])
+        time.sleep(0.05)
+        s.close()
+        self.assertTrue(poll(lambda: not os.path.exists(self.p("gone")) and
+                             self.no_temp() == [], timeout=scaled(10)), os.listdir(self.root))
+        self.a.health()
+
+
 class TestFullDisk(EnvdFsCase):
     def before_start(self):
         self.small = os.path.join(self.root, "small")
@@ -653,6 +863,14 @@ class TestFullDisk(EnvdFsCase):
         r = self.a.request("POST", "/files", body=body, headers={"Content-Type": ct})
         self.assertEqual((r.status, r.json["code"]), (507, 507))
         self.assertEqual(os.listdir(self.small), [])            # no temp left
+
+    def test_507_gzip(self):
+        body = gzip.compress(bytes(3 * MiB))
+        r = self.a.request("POST", "/files?path=" + urllib.parse.quote(
+            os.path.join(self.small, "g")), body=body, headers={
+                "Content-Type": "application/octet-stream", "Content-Encoding": "gzip"})
+        self.assertEqual((r.status, r.json["code"]), (507, 507))
+        self.assertEqual(os.listdir(self.small), [])
 
 
 if __name__ == "__main__":

@@ -94,6 +94,33 @@ export const checks = [
     },
   },
   {
+    name: 'files.write gzip + read gzip',
+    fn: async (sbx) => {
+      // The SDK sends a CompressionStream("gzip") body (octet-stream,
+      // chunked, Content-Encoding: gzip); reads ask Accept-Encoding: gzip
+      // and take the plain reply.
+      const data = new Uint8Array(randomBytes(3 << 20))
+      data.fill(7, 1 << 20, 2 << 20)
+      const info = await sbx.files.write(`${dir}/gz/b.bin`, data.buffer, { gzip: true })
+      assert.equal(info.path, `${dir}/gz/b.bin`)
+      const back = await sbx.files.read(`${dir}/gz/b.bin`, { format: 'bytes', gzip: true })
+      assert.deepEqual(Buffer.from(back), Buffer.from(data))
+      await sbx.files.write(`${dir}/gz/s.txt`, 'zipped text\n'.repeat(1000), { gzip: true })
+      assert.equal(await sbx.files.read(`${dir}/gz/s.txt`, { gzip: true }), 'zipped text\n'.repeat(1000))
+      const many = await sbx.files.write([
+        { path: `${dir}/gz/m1`, data: 'one' },
+        { path: `${dir}/gz/m2`, data: '' },
+      ], { gzip: true })
+      assert.deepEqual(many.map((e) => e.name), ['m1', 'm2'])
+      assert.equal(await sbx.files.read(`${dir}/gz/m1`), 'one')
+      assert.equal(await sbx.files.read(`${dir}/gz/m2`, { gzip: true }), '')
+      const s = await sbx.files.read(`${dir}/gz/s.txt`, { format: 'stream', gzip: true })
+      let n = 0
+      for await (const chunk of s) n += chunk.length
+      assert.equal(n, 12000)
+    },
+  },
+  {
     name: 'files.rename',
     fn: async (sbx) => {
       const e = await sbx.files.rename(`${dir}/o.txt`, `${dir}/moved/o2.txt`)
