@@ -74,11 +74,11 @@ DEPS_child	:=
 DEPS_api_session	:= api api_bridge api_files boot http
 DEPS_api_sandbox	:= api api_bridge api_files api_output api_proc api_session api_term fsutil http proc term
 DEPS_watch	:= codec files wlist
-DEPS_api_watch	:= api codec files http watch
+DEPS_api_watch	:= api codec files fsutil http watch
 DEPS_multipart	:=
 DEPS_envd	:= api buf codec connect http user
 DEPS_api_envd	:= api buf codec connect envd follow http proc term
-DEPS_api_envd_fs	:= api api_files codec connect envd files http log multipart user watch
+DEPS_api_envd_fs	:= api api_files buf codec connect envd files fsutil http log multipart user watch
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec

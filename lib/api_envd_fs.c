@@ -33,6 +33,7 @@
 #include "connect.h"
 #include "envd.h"
 #include "files.h"
+#include "fsutil.h"
 #include "log.h"
 #include "multipart.h"
 #include "user.h"
@@ -265,9 +266,7 @@ efs_child(const struct efs_path *dir, const char *name, struct efs_path *out)
 {
 	bool	top = strcmp(dir->rel, ".") == 0;
 
-	if (snprintf(out->abs, sizeof(out->abs), "%s%s%s", dir->abs,
-	    *name == '\0' || strcmp(dir->abs, "/") == 0 ? "" : "/", name) >=
-	    (int)sizeof(out->abs) ||
+	if (fsutil_join(out->abs, sizeof(out->abs), dir->abs, name) == -1 ||
 	    snprintf(out->rel, sizeof(out->rel), "%s%s%s", top && *name ? "" :
 	    dir->rel, top || *name == '\0' ? "" : "/", name) >=
 	    (int)sizeof(out->rel)) {

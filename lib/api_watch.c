@@ -21,6 +21,7 @@
 #include "api_watch.h"
 #include "codec.h"
 #include "files.h"
+#include "fsutil.h"
 #include "util.h"
 
 struct aw_reader {
@@ -141,8 +142,7 @@ aw_send(struct aw_reader *rd, enum watch_type type, const char *rel,
 
 	api_watch_cursor(id, rd->w, rd->cursor);
 	codec_time(ts, ms);
-	snprintf(path, sizeof(path), "%s%s%s", rd->abs, *rel == '\0' ? "" :
-	    strcmp(rd->abs, "/") == 0 ? "" : "/", rel);
+	(void)fsutil_join(path, sizeof(path), rd->abs, rel);	/* it fits */
 	if ((j = cJSON_CreateObject()) != NULL &&
 	    cJSON_AddStringToObject(j, "type", watch_type_name(type)) != NULL &&
 	    cJSON_AddStringToObject(j, "path", path) != NULL &&

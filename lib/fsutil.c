@@ -548,3 +548,14 @@ fsutil_read(int dirfd, const char *name, size_t max, size_t *lenp)
 		*lenp = len;
 	return s;
 }
+
+int
+fsutil_join(char *out, size_t n, const char *dir, const char *name)
+{
+	if (snprintf(out, n, "%s%s%s", dir, *name == '\0' ||
+	    strcmp(dir, "/") == 0 ? "" : "/", name) >= (int)n) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	return 0;
+}

@@ -72,6 +72,11 @@ int	fsutil_rmtree(int dirfd, const char *name);
  */
 int	fsutil_mkdirs(int dirfd, const char *path);
 /*
+ * dir and name joined into out (n bytes) with one slash: dir itself for
+ * an empty name, no second slash after "/".  -1 (ENAMETOOLONG).
+ */
+int	fsutil_join(char *out, size_t n, const char *dir, const char *name);
+/*
  * Read a whole small file (<= max bytes) into a NUL-terminated malloc'd
  * string.  Under a directory fd it is opened with fsutil_open; with
  * AT_FDCWD (system files: /proc/self/...) only the last component must
