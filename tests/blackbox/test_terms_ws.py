@@ -263,8 +263,10 @@ class TestConnect(TermCase):
         st = a.get("/v1/terminals/%s" % t["id"]).json
         self.assertEqual(st["status"], "exited", st)
         self.assertGreater(st["outputBytes"], 50 << 20)
-        # A sanitizer build's allocator keeps freed chunks in quarantine.
-        limit = 1024 if not os.environ.get("TEND_SLOW") else 8192
+        # A sanitizer build's allocator keeps freed chunks in quarantine:
+        # 5.4 MiB of growth alone, 9.0 MiB once during the whole suite
+        # (the plain build: about 0.2 MiB).
+        limit = 1024 if not os.environ.get("TEND_SLOW") else 16384
         print("slow client: RSS %d -> %d KiB, %d bytes stored" % (before, peak, st["outputBytes"]),
               file=sys.stderr)
         self.assertLess(peak - before, limit, "RSS grew from %d to %d KiB" % (before, peak))
