@@ -313,22 +313,27 @@ fsutil_opendirs_mode(int dirfd, const char *path, mode_t mode)
 	}
 }
 
-/*
- * name.tmp, new: a stale temp from a crash (O_EXCL meets it) is removed
- * and the create tried once more — not removed beforehand, which would
- * cost every write a syscall for a crash's leftover — and O_EXCL never
- * follows a link planted in its place.
- */
-static int
-fsutil_tmp_open(int dirfd, const char *name)
+int
+fsutil_tmp_name(char tmp[NAME_MAX + 1], const char *name)
 {
-	char	tmp[NAME_MAX + 1];
-	int	fd;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", name) >= (int)sizeof(tmp)) {
+	if (snprintf(tmp, NAME_MAX + 1, "%s.tmp", name) >= NAME_MAX + 1) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * The temp tmp, new: a stale one from a crash (O_EXCL meets it) is
+ * removed and the create tried once more — not removed beforehand, which
+ * would cost every write a syscall for a crash's leftover — and O_EXCL
+ * never follows a link planted in its place.
+ */
+static int
+fsutil_tmp_open(int dirfd, const char *tmp)
+{
+	int	fd;
+
 	fd = fsutil_open(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL, 0640);
 	if (fd == -1 && errno == EEXIST) {
 		(void)unlinkat(dirfd, tmp, 0);
@@ -340,9 +345,11 @@ fsutil_tmp_open(int dirfd, const char *name)
 int
 fsutil_tmp_make(int dirfd, const char *name)
 {
+	char	tmp[NAME_MAX + 1];
 	int	fd;
 
-	if ((fd = fsutil_tmp_open(dirfd, name)) == -1)
+	if (fsutil_tmp_name(tmp, name) == -1 ||
+	    (fd = fsutil_tmp_open(dirfd, tmp)) == -1)
 		return -1;
 	return close(fd);
 }
@@ -358,10 +365,8 @@ fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
 	struct stat	st;
 	int		fd = -1, saved;
 
-	if (snprintf(tmp, NAME_MAX + 1, "%s.tmp", name) >= NAME_MAX + 1) {
-		errno = ENAMETOOLONG;
+	if (fsutil_tmp_name(tmp, name) == -1)
 		return -1;
-	}
 	/*
 	 * Not O_TRUNC: on ext4 a truncate to 0 makes the close after the
 	 * write allocate and flush the blocks at once (auto_da_alloc).  One
@@ -372,7 +377,7 @@ fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
 		close(fd);
 		fd = -1;
 	}
-	if (fd == -1 && (fd = fsutil_tmp_open(dirfd, name)) == -1)
+	if (fd == -1 && (fd = fsutil_tmp_open(dirfd, tmp)) == -1)
 		return -1;
 	if (fsutil_write_all(fd, d, n) == -1 || (sync && fsync(fd) == -1)) {
 		saved = errno;

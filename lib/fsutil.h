@@ -8,6 +8,7 @@
 #ifndef TEND_FSUTIL_H
 #define TEND_FSUTIL_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,6 +57,8 @@ int	fsutil_write_new(int dirfd, const char *name, const void *, size_t);
  * 0, or -1 and errno.
  */
 int	fsutil_tmp_make(int dirfd, const char *name);
+/* The temp's name of name: "name.tmp" into tmp.  -1 (ENAMETOOLONG). */
+int	fsutil_tmp_name(char tmp[NAME_MAX + 1], const char *name);
 /*
  * fsutil_write_atomic and fsutil_write_new, made: with the temp
  * fsutil_tmp_make made (opened, not created; made anew if it is gone).

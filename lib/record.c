@@ -325,8 +325,7 @@ record_tmp_drop(struct record *r, bool *made, const char *name)
 	char	tmp[NAME_MAX + 1];
 	int	saved = errno;
 
-	if (*made && r->dirfd != -1 && snprintf(tmp, sizeof(tmp), "%s.tmp",
-	    name) < (int)sizeof(tmp))
+	if (*made && r->dirfd != -1 && fsutil_tmp_name(tmp, name) == 0)
 		(void)unlinkat(r->dirfd, tmp, 0);
 	*made = false;
 	errno = saved;
