@@ -153,7 +153,7 @@ static void	efs_stream_notify(struct watch_sub *);
 static void	efs_stream_drained(struct http_conn *, void *);
 static void	efs_stream_closed(struct http_conn *, void *);
 static void	efs_stream_resume(struct ev_loop *, ev_check *, int);
-static void	efs_stream_spin(struct ev_loop *, ev_idle *, int);
+static void	efs_spin(struct ev_loop *, ev_idle *, int);
 static struct efs_poller *efs_poller_find(const cJSON *);
 static void	efs_poller_free(struct efs_poller *);
 static void	efs_poller_idle(struct ev_loop *, ev_timer *, int);
@@ -172,7 +172,6 @@ static void	efs_up_take(struct efs_up *, const char *, size_t);
 static size_t	efs_gz_inflate(struct efs_up *, const char *, size_t);
 static void	efs_gz_piece(struct efs_up *, const char *, size_t);
 static void	efs_gz_resume(struct ev_loop *, ev_check *, int);
-static void	efs_gz_spin(struct ev_loop *, ev_idle *, int);
 static void	efs_up_finish(struct efs_up *);
 static int	efs_up_begin(struct efs_up *, const char *);
 static int	efs_up_commit(struct efs_up *);
@@ -877,9 +876,12 @@ efs_stream_resume(struct ev_loop *loop, ev_check *w, int revents)
 	efs_stream_pump(container_of(w, struct efs_stream, resume));
 }
 
-/* Nothing to do: efs_stream_resume runs the share. */
+/*
+ * Nothing to do: the check watcher beside it (efs_stream_resume,
+ * efs_gz_resume) runs the share; this one keeps the loop from blocking.
+ */
 static void
-efs_stream_spin(struct ev_loop *loop, ev_idle *w, int revents)
+efs_spin(struct ev_loop *loop, ev_idle *w, int revents)
 {
 	(void)loop;
 	(void)w;
@@ -938,7 +940,7 @@ efs_watchdir(struct http_conn *c, struct http_req *r)
 	envd_timers_init(&s->tm, s->loop, c, r, "{\"keepalive\":{}}",
 	    efs_stream_free, s);
 	ev_check_init(&s->resume, efs_stream_resume);
-	ev_idle_init(&s->spin, efs_stream_spin);
+	ev_idle_init(&s->spin, efs_spin);
 	http_conn_own(c, s, efs_stream_drained, efs_stream_closed);
 	/* start{} first, nothing before it. */
 	if (envd_stream_begin(c) == -1 ||
@@ -1253,7 +1255,7 @@ efs_up_new(struct http_conn *c, struct http_req *r)
 	up->loop = api_of(c)->tab->loop;
 	up->put.fd = up->put.dirfd = up->put.slot = -1;
 	ev_check_init(&up->zresume, efs_gz_resume);
-	ev_idle_init(&up->zspin, efs_gz_spin);
+	ev_idle_init(&up->zspin, efs_spin);
 	http_conn_own(c, up, NULL, efs_up_closed);
 	if ((up->done = cJSON_CreateArray()) == NULL) {
 		efs_up_fail(up, 503, "out of memory");
@@ -1555,15 +1557,6 @@ efs_gz_resume(struct ev_loop *loop, ev_check *w, int revents)
 		efs_up_finish(up);
 	else
 		http_conn_resume_read(up->c);
-}
-
-/* Nothing to do: efs_gz_resume runs the share. */
-static void
-efs_gz_spin(struct ev_loop *loop, ev_idle *w, int revents)
-{
-	(void)loop;
-	(void)w;
-	(void)revents;
 }
 
 /*
