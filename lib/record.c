@@ -57,8 +57,7 @@ static void	record_spare_close(struct record_spare *);
 static void	record_tmp_drop(struct record *, bool *, const char *);
 static int	record_spare_recycle(struct record *);
 static int	record_spare_empty(struct record_spare *);
-static int	record_spare_keep(struct record_spare *, const char *,
-		    const char *);
+static int	record_spare_keep(struct record_spare *, const char *);
 static int	record_open_store(struct record *, uint64_t);
 static int	record_opendir(int, const char *);
 static DIR	*record_opendirs(int);
@@ -448,8 +447,8 @@ record_spare_recycle(struct record *r)
 	}
 	/* Out of procs: what follows fails only into a spare dropped. */
 	if (record_spare_empty(s) == -1 ||
-	    record_spare_keep(s, RECORD_META, RECORD_META ".tmp") == -1 ||
-	    record_spare_keep(s, RECORD_STATUS, RECORD_STATUS ".tmp") == -1)
+	    record_spare_keep(s, RECORD_META) == -1 ||
+	    record_spare_keep(s, RECORD_STATUS) == -1)
 		record_spare_drop(d);
 	else
 		s->meta = s->status = true;
@@ -483,15 +482,18 @@ record_spare_empty(struct record_spare *s)
 }
 
 /*
- * name, truncated, as the temp tmp; made anew if it is missing, or if
+ * name, truncated, as its temp; made anew if it is missing, or if
  * another link to it would lose its bytes.
  */
 static int
-record_spare_keep(struct record_spare *s, const char *name, const char *tmp)
+record_spare_keep(struct record_spare *s, const char *name)
 {
 	struct stat	st;
+	char		tmp[NAME_MAX + 1];
 	int		fd, rc;
 
+	if (fsutil_tmp_name(tmp, name) == -1)
+		return -1;
 	fd = fsutil_open(s->dirfd, name, O_WRONLY, 0);
 	if (fd != -1 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
 	    st.st_nlink == 1) {
