@@ -42,8 +42,6 @@
 #include "user.h"
 #include "util.h"
 
-extern char **environ;
-
 /*
  * Where a forked child failed, sent with its errno: a step of the
  * confinement (SPAWN_STAGE_CONFINE) is the agent's shortcoming, not the
