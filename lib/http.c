@@ -22,6 +22,7 @@
 
 #include <ctype.h>
 #include <limits.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -53,6 +54,7 @@ struct http_server {
 	http_map_fn		 map;		/* a namespace, before routes */
 	void			*ctx;		/* for handlers */
 	struct http_conn	*conns;		/* list of open connections */
+	unsigned int		 yielded;	/* ev_iteration of the last yield */
 };
 
 /* What the parser gathers of the request in progress. */
@@ -133,6 +135,7 @@ static void	http_conn_watch(struct http_conn *);
 static void	http_conn_eof(struct http_conn *);
 static void	http_conn_disown(struct http_conn *);
 static int	http_conn_flush(struct http_conn *);
+static void	http_yield(struct http_server *);
 static void	http_conn_process(struct http_conn *);
 static void	http_dispatch(struct http_conn *);
 static void	http_finish(struct http_conn *);
@@ -1497,10 +1500,31 @@ http_finish(struct http_conn *c)
 	 * changes.
 	 */
 	if (!c->processing) {
+		if (buf_avail(&c->out) == 0)
+			http_yield(c->srv);
 		ev_prepare_start(c->srv->loop, &c->resume);
 		http_kick(c->srv);
 	}
 	http_conn_watch(c);
+}
+
+/*
+ * A reply written whole from outside the parse loop (an exec's, after
+ * its process was reaped) woke its reader with a socket's sync wakeup,
+ * which queues the reader on this CPU to run once we sleep.  What the
+ * turn still does (the status written, old records trimmed, the next
+ * spare made) would hold the reader back that long: let it run first.
+ * Once per loop turn, whatever number of replies the turn finishes.
+ */
+static void
+http_yield(struct http_server *srv)
+{
+	unsigned int	it = ev_iteration(srv->loop);
+
+	if (srv->yielded == it + 1)
+		return;
+	srv->yielded = it + 1;
+	(void)sched_yield();
 }
 
 static void
