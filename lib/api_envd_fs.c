@@ -36,6 +36,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "multipart.h"
+#include "turn.h"
 #include "user.h"
 #include "util.h"
 #include "watch.h"
@@ -60,8 +61,7 @@ struct efs_path {
 struct efs_stream {
 	struct watch_sub	 sub;
 	struct envd_timers	 tm;		/* keepalive, Connect-Timeout-Ms */
-	ev_check		 resume;	/* budget spent: go on next turn */
-	ev_idle			 spin;		/* ... without blocking first */
+	struct turn		 resume;	/* budget spent: go on next turn */
 	struct ev_loop		*loop;
 	struct http_conn	*c;
 	struct watch		*w;
@@ -101,8 +101,7 @@ struct efs_up {
 	struct buf		 zin;		/* body not inflated yet */
 	unsigned		 zturn;		/* ev_iteration of zmade */
 	size_t			 zmade;		/* inflated in that turn */
-	ev_check		 zresume;	/* inflate zin's next share */
-	ev_idle			 zspin;		/* ... without blocking first */
+	struct turn		 zresume;	/* inflate zin's next share */
 	struct envd_user	 u;
 	struct multipart	*mp;		/* NULL: application/octet-stream */
 	bool			 begun;		/* a file is being written */
@@ -153,7 +152,6 @@ static void	efs_stream_notify(struct watch_sub *);
 static void	efs_stream_drained(struct http_conn *, void *);
 static void	efs_stream_closed(struct http_conn *, void *);
 static void	efs_stream_resume(struct ev_loop *, ev_check *, int);
-static void	efs_spin(struct ev_loop *, ev_idle *, int);
 static struct efs_poller *efs_poller_find(const cJSON *);
 static void	efs_poller_free(struct efs_poller *);
 static void	efs_poller_idle(struct ev_loop *, ev_timer *, int);
@@ -801,8 +799,7 @@ efs_stream_free(void *owner)
 	struct efs_stream	*s = owner;
 
 	envd_timers_stop(&s->tm);
-	ev_check_stop(s->loop, &s->resume);
-	ev_idle_stop(s->loop, &s->spin);
+	turn_stop(s->loop, &s->resume);
 	watch_unsubscribe(s->w, &s->sub);
 	watch_close(s->w);
 	free(s);
@@ -814,7 +811,7 @@ efs_stream_free(void *owner)
  * data_loss: envd's events have no way to say "some are missing", and a
  * watcher that silently missed some would be wrong.  The directory gone:
  * its remove ("."), then the end.  WATCH_PUMP_EVENTS at a time, the
- * rest at the next loop turns (as follow_defer does).
+ * rest at the next loop turns (turn.h).
  */
 static void
 efs_stream_pump(struct efs_stream *s)
@@ -826,13 +823,11 @@ efs_stream_pump(struct efs_stream *s)
 	cJSON				*j, *fe;
 	int				 n;
 
-	ev_check_stop(s->loop, &s->resume);
-	ev_idle_stop(s->loop, &s->spin);
+	turn_stop(s->loop, &s->resume);
 	for (n = 0; !http_conn_dead(s->c) &&
 	    http_conn_pending(s->c) < HTTP_OUT_HIGH; n++) {
 		if (n == WATCH_PUMP_EVENTS) {
-			ev_check_start(s->loop, &s->resume);
-			ev_idle_start(s->loop, &s->spin);
+			turn_start(s->loop, &s->resume);
 			return;
 		}
 		ev = watch_next(s->w, &s->cursor, &gap);
@@ -873,19 +868,7 @@ efs_stream_resume(struct ev_loop *loop, ev_check *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	efs_stream_pump(container_of(w, struct efs_stream, resume));
-}
-
-/*
- * Nothing to do: the check watcher beside it (efs_stream_resume,
- * efs_gz_resume) runs the share; this one keeps the loop from blocking.
- */
-static void
-efs_spin(struct ev_loop *loop, ev_idle *w, int revents)
-{
-	(void)loop;
-	(void)w;
-	(void)revents;
+	efs_stream_pump(container_of(w, struct efs_stream, resume.check));
 }
 
 static void
@@ -939,8 +922,7 @@ efs_watchdir(struct http_conn *c, struct http_req *r)
 	cJSON_Delete(j);
 	envd_timers_init(&s->tm, s->loop, c, r, "{\"keepalive\":{}}",
 	    efs_stream_free, s);
-	ev_check_init(&s->resume, efs_stream_resume);
-	ev_idle_init(&s->spin, efs_spin);
+	turn_init(&s->resume, efs_stream_resume);
 	http_conn_own(c, s, efs_stream_drained, efs_stream_closed);
 	/* start{} first, nothing before it. */
 	if (envd_stream_begin(c) == -1 ||
@@ -1254,8 +1236,7 @@ efs_up_new(struct http_conn *c, struct http_req *r)
 	up->c = c;
 	up->loop = api_of(c)->tab->loop;
 	up->put.fd = up->put.dirfd = up->put.slot = -1;
-	ev_check_init(&up->zresume, efs_gz_resume);
-	ev_idle_init(&up->zspin, efs_spin);
+	turn_init(&up->zresume, efs_gz_resume);
 	http_conn_own(c, up, NULL, efs_up_closed);
 	if ((up->done = cJSON_CreateArray()) == NULL) {
 		efs_up_fail(up, 503, "out of memory");
@@ -1299,8 +1280,7 @@ efs_up_free(struct efs_up *up)
 {
 	if (up == NULL)
 		return;
-	ev_check_stop(up->loop, &up->zresume);
-	ev_idle_stop(up->loop, &up->zspin);
+	turn_stop(up->loop, &up->zresume);
 	if (up->gz)
 		(void)inflateEnd(&up->z);
 	buf_free(&up->zin);
@@ -1532,14 +1512,13 @@ efs_gz_piece(struct efs_up *up, const char *d, size_t n)
 		return;
 	}
 	http_conn_pause_read(up->c);
-	ev_check_start(up->loop, &up->zresume);
-	ev_idle_start(up->loop, &up->zspin);
+	turn_start(up->loop, &up->zresume);
 }
 
 static void
 efs_gz_resume(struct ev_loop *loop, ev_check *w, int revents)
 {
-	struct efs_up	*up = container_of(w, struct efs_up, zresume);
+	struct efs_up	*up = container_of(w, struct efs_up, zresume.check);
 
 	(void)revents;
 	if (!http_conn_dead(up->c)) {
@@ -1548,8 +1527,7 @@ efs_gz_resume(struct ev_loop *loop, ev_check *w, int revents)
 		if (up->status == 0 && buf_avail(&up->zin) > 0)
 			return;
 	}
-	ev_check_stop(loop, w);
-	ev_idle_stop(loop, &up->zspin);
+	turn_stop(loop, &up->zresume);
 	buf_free(&up->zin);
 	if (http_conn_dead(up->c))
 		return;			/* efs_up_closed frees up */

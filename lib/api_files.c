@@ -32,6 +32,7 @@
 #include "fsutil.h"
 #include "log.h"
 #include "tar.h"
+#include "turn.h"
 #include "util.h"
 
 enum af_kind {
@@ -42,8 +43,7 @@ enum af_kind {
 };
 
 struct af_xfer {
-	ev_check		 resume;	/* GET: budget spent, go on */
-	ev_idle			 spin;		/* ... without blocking first */
+	struct turn		 resume;	/* GET: budget spent, go on */
 	ev_io			 pio;		/* the tar child's data pipe */
 	struct http_conn	*c;
 	struct ev_loop		*loop;
@@ -98,7 +98,6 @@ static void	af_send_file(struct http_conn *, struct http_req *,
 		    const struct af_req *, int, const struct stat *);
 static void	af_get_pump(struct af_xfer *);
 static void	af_get_resume(struct ev_loop *, ev_check *, int);
-static void	af_get_spin(struct ev_loop *, ev_idle *, int);
 static int	af_put_opts(struct http_req *, int *, int *, const char **);
 static struct af_xfer *af_put_begin(struct http_conn *, struct http_req *,
 		    bool);
@@ -149,8 +148,7 @@ af_xfer_new(struct http_conn *c, enum af_kind kind, bool bridge)
 	x->fd = x->pfd = x->efd = -1;
 	x->put.fd = x->put.dirfd = -1;
 	x->pid = -1;
-	ev_check_init(&x->resume, af_get_resume);
-	ev_idle_init(&x->spin, af_get_spin);
+	turn_init(&x->resume, af_get_resume);
 	return x;
 }
 
@@ -160,8 +158,7 @@ af_xfer_free(struct af_xfer *x)
 {
 	if (x == NULL)
 		return;
-	ev_check_stop(x->loop, &x->resume);
-	ev_idle_stop(x->loop, &x->spin);
+	turn_stop(x->loop, &x->resume);
 	ev_io_stop(x->loop, &x->pio);
 	files_put_abort(&x->put);
 	if (x->pid > 0) {
@@ -485,15 +482,12 @@ af_get_pump(struct af_xfer *x)
 	size_t			 sent = 0, want;
 	ssize_t			 n;
 
-	ev_check_stop(x->loop, &x->resume);
-	ev_idle_stop(x->loop, &x->spin);
+	turn_stop(x->loop, &x->resume);
 	while (x->off < x->end) {
 		if (http_conn_dead(c) || http_conn_pending(c) > 0)
 			return;		/* af_drained goes on */
 		if (sent >= FILES_PUMP_BYTES) {
-			/* As logs.c's follower_defer: after every poll. */
-			ev_check_start(x->loop, &x->resume);
-			ev_idle_start(x->loop, &x->spin);
+			turn_start(x->loop, &x->resume);
 			return;
 		}
 		want = x->end - x->off;
@@ -530,15 +524,7 @@ af_get_resume(struct ev_loop *loop, ev_check *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	af_get_pump(container_of(w, struct af_xfer, resume));
-}
-
-static void
-af_get_spin(struct ev_loop *loop, ev_idle *w, int revents)
-{
-	(void)loop;
-	(void)w;
-	(void)revents;
+	af_get_pump(container_of(w, struct af_xfer, resume.check));
 }
 
 static void

@@ -15,14 +15,14 @@
 #include "codec.h"
 #include "follow.h"
 #include "log.h"
+#include "turn.h"
 #include "util.h"
 
 struct follow {
 	struct proc_watch	 w;		/* the live process, once started */
 	struct term_watch	 tw;		/* or the live terminal */
 	ev_timer		 beat;		/* heartbeat */
-	ev_check		 resume;	/* budget spent: go on next iteration */
-	ev_idle			 spin;		/* ... without blocking first */
+	struct turn		 resume;	/* budget spent: go on next turn */
 	ev_timer		 tailwait;	/* the last record stops growing */
 	struct ev_loop		*loop;
 	struct logstore		*ls;
@@ -63,7 +63,6 @@ enum walk { WALK_REC, WALK_END, WALK_BUDGET, WALK_TAIL };
 
 static void	follow_pump(struct follow *);
 static void	follow_resume(struct ev_loop *, ev_check *, int);
-static void	follow_spin(struct ev_loop *, ev_idle *, int);
 static void	follow_tail(struct ev_loop *, ev_timer *, int);
 static void	follow_beat(struct ev_loop *, ev_timer *, int);
 
@@ -93,8 +92,7 @@ follow_new(struct ev_loop *loop, const struct follow_src *src,
 	snprintf(f->id, sizeof(f->id), "%.128s", src->id);
 	snprintf(f->key, sizeof(f->key), "%.128s@%.31s", src->id,
 	    src->started);
-	ev_check_init(&f->resume, follow_resume);
-	ev_idle_init(&f->spin, follow_spin);
+	turn_init(&f->resume, follow_resume);
 	ev_timer_init(&f->tailwait, follow_tail, 0., 0.);
 	ev_timer_init(&f->beat, follow_beat, SSE_HEARTBEAT, SSE_HEARTBEAT);
 	return f;
@@ -452,38 +450,12 @@ follow_pump_bytes(struct follow *f)
 	}
 }
 
-/*
- * Go on at the next loop iteration.  An ev_check runs after every poll,
- * whatever else is pending, so neither a replay nor the others starve:
- * each iteration serves the ready sockets and pipes, then one more share
- * of each pending replay.  (An ev_idle alone would run only when nothing
- * else is pending: a process writing nonstop would stall the replay.  A
- * zero timer would make epoll wait its 1 ms minimum each time.)  The idle
- * watcher is only there so that the loop polls without blocking while a
- * share waits.
- */
-static void
-follow_defer(struct follow *f)
-{
-	ev_check_start(f->loop, &f->resume);
-	ev_idle_start(f->loop, &f->spin);
-}
-
 static void
 follow_resume(struct ev_loop *loop, ev_check *w, int revents)
 {
 	(void)loop;
 	(void)revents;
-	follow_pump(container_of(w, struct follow, resume));
-}
-
-/* Nothing to do: follow_resume runs the share and stops this one. */
-static void
-follow_spin(struct ev_loop *loop, ev_idle *w, int revents)
-{
-	(void)loop;
-	(void)w;
-	(void)revents;
+	follow_pump(container_of(w, struct follow, resume.check));
 }
 
 /* The last record may still grow: look again once it cannot. */
@@ -521,8 +493,7 @@ follow_pump(struct follow *f)
 {
 	enum pump	rc;
 
-	ev_check_stop(f->loop, &f->resume);
-	ev_idle_stop(f->loop, &f->spin);
+	turn_stop(f->loop, &f->resume);
 	if (f->done || f->sink->pending(f->ctx) == FOLLOW_SINK_DEAD)
 		return;
 	f->scan = LOGS_SCAN_MAX;
@@ -534,7 +505,7 @@ follow_pump(struct follow *f)
 	case PUMP_FULL:
 		return;			/* follow_drained goes on */
 	case PUMP_BUDGET:
-		follow_defer(f);
+		turn_start(f->loop, &f->resume);	/* the next share */
 		return;
 	case PUMP_TAIL:
 		follow_wait_tail(f);
@@ -651,7 +622,6 @@ follow_free(struct follow *f)
 	follow_log_bad(f);
 	ev_timer_stop(f->loop, &f->beat);
 	ev_timer_stop(f->loop, &f->tailwait);
-	ev_check_stop(f->loop, &f->resume);
-	ev_idle_stop(f->loop, &f->spin);
+	turn_stop(f->loop, &f->resume);
 	free(f);
 }

@@ -23,6 +23,7 @@
 #include "codec.h"
 #include "files.h"
 #include "tunables.h"
+#include "turn.h"
 #include "util.h"
 #include "watch.h"
 
@@ -44,8 +45,7 @@ struct watch_dir {
 struct watch {
 	ev_io			 io;		/* the inotify fd */
 	ev_timer		 linger;	/* after the last reference */
-	ev_check		 scan_resume;	/* a scan's next share */
-	ev_idle			 scan_spin;	/* ... polled without blocking */
+	struct turn		 scan_resume;	/* a scan's next share */
 	struct watchtab		*tab;
 	struct watch		*next;
 	int			 refs;
@@ -90,7 +90,6 @@ static int	watch_dir_find(const struct watch *, int);
 static void	watch_dir_drop(struct watch *, int);
 static int	watch_scan(struct watch *, int);
 static void	watch_scan_resume(struct ev_loop *, ev_check *, int);
-static void	watch_scan_spin(struct ev_loop *, ev_idle *, int);
 static void	watch_scan_dir(struct watch *, int, bool);
 static void	watch_subtree_move(struct watch *, const char *, const char *);
 static void	watch_subtree_drop(struct watch *, const char *);
@@ -224,8 +223,7 @@ watch_new(struct watchtab *t, const char *rel, bool recursive)
 	w->id = ((uint64_t)arc4random() << 32 | arc4random()) >> 1;
 	ev_io_init(&w->io, watch_io_cb, fd, EV_READ);
 	ev_timer_init(&w->linger, watch_linger_cb, WATCH_LINGER, 0.);
-	ev_check_init(&w->scan_resume, watch_scan_resume);
-	ev_idle_init(&w->scan_spin, watch_scan_spin);
+	turn_init(&w->scan_resume, watch_scan_resume);
 	if (watch_add_dir(w, "") != 0) {
 		saved = errno;
 		free(w->dirs);
@@ -260,8 +258,7 @@ watch_free(struct watch *w)
 		}
 	ev_io_stop(t->loop, &w->io);
 	ev_timer_stop(t->loop, &w->linger);
-	ev_check_stop(t->loop, &w->scan_resume);
-	ev_idle_stop(t->loop, &w->scan_spin);
+	turn_stop(t->loop, &w->scan_resume);
 	close(w->io.fd);
 	for (i = 0; i < w->ndirs; i++)
 		free(w->dirs[i].path);
@@ -509,7 +506,7 @@ watch_dir_drop(struct watch *w, int i)
  * Add the directories below dirs[scan_next..] as found, breadth first:
  * each one added joins the end of the array (wds only grow) and is
  * scanned in turn, budget of them now (returned: how many) and
- * WATCH_SCAN_BUDGET at each next loop iteration (as follow_defer does),
+ * WATCH_SCAN_BUDGET at each next loop turn (turn.h),
  * so that a big tree never stalls the loop.  A directory's report: what
  * is found in it is told as created (a directory made since the watch
  * began), and so in the directories found below it.
@@ -526,19 +523,16 @@ watch_scan(struct watch *w, int budget)
 		watch_scan_dir(w, i, w->dirs[i].report);
 	}
 	if (w->scan_next < w->ndirs && !w->gone) {
-		ev_check_start(loop, &w->scan_resume);
-		ev_idle_start(loop, &w->scan_spin);
-	} else {
-		ev_check_stop(loop, &w->scan_resume);
-		ev_idle_stop(loop, &w->scan_spin);
-	}
+		turn_start(loop, &w->scan_resume);
+	} else
+		turn_stop(loop, &w->scan_resume);
 	return n;
 }
 
 static void
 watch_scan_resume(struct ev_loop *loop, ev_check *c, int revents)
 {
-	struct watch	*w = container_of(c, struct watch, scan_resume);
+	struct watch	*w = container_of(c, struct watch, scan_resume.check);
 	uint64_t	 batch = w->next_seq;
 
 	(void)loop;
@@ -547,15 +541,6 @@ watch_scan_resume(struct ev_loop *loop, ev_check *c, int revents)
 	(void)watch_scan(w, WATCH_SCAN_BUDGET);
 	if (w->next_seq > batch)
 		(void)wlist_walk(&w->subs, watch_tell, NULL);
-}
-
-/* Nothing to do: watch_scan_resume runs the share. */
-static void
-watch_scan_spin(struct ev_loop *loop, ev_idle *i, int revents)
-{
-	(void)loop;
-	(void)i;
-	(void)revents;
 }
 
 static void
