@@ -522,9 +522,9 @@ watch_scan(struct watch *w, int budget)
 		i = w->scan_next++;
 		watch_scan_dir(w, i, w->dirs[i].report);
 	}
-	if (w->scan_next < w->ndirs && !w->gone) {
+	if (w->scan_next < w->ndirs && !w->gone)
 		turn_start(loop, &w->scan_resume);
-	} else
+	else
 		turn_stop(loop, &w->scan_resume);
 	return n;
 }
