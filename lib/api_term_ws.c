@@ -691,7 +691,7 @@ api_pty_id(struct http_req *r, char *q, size_t n)
  * either.
  */
 static int
-api_pty_cwd(struct api *a, struct http_req *r, const char **cwd,
+api_pty_cwd(struct api *a, struct http_req *r, bool reattach, const char **cwd,
     char buf[PATH_MAX], struct api_err *e)
 {
 	char	q[PATH_MAX];
@@ -700,7 +700,9 @@ api_pty_cwd(struct api *a, struct http_req *r, const char **cwd,
 	*cwd = NULL;
 	if ((rc = http_query(r, "cwd", q, sizeof(q))) == 0 ||
 	    (rc == 1 && q[0] == '\0')) {
-		*cwd = api_sandbox_default_cwd(a->files);
+		/* The workspace, made for a new terminal only. */
+		if (!reattach)
+			*cwd = api_sandbox_default_cwd(a->files);
 		return 0;
 	}
 	*cwd = rc == 1 ? q : "";
@@ -781,15 +783,15 @@ api_term_pty(struct http_conn *c, struct http_req *r)
 	if ((s = tws_new(c, a->terms, true)) == NULL)
 		return;
 	id = api_pty_id(r, q, sizeof(q));
+	found = id != NULL && term_find(a->terms, id) != NULL;
 	if ((rc = api_pty_boot(a, r, id, s, &e)) == -1 ||
 	    api_term_query_dims(r, &cols, &rows, &e) == -1 ||
 	    api_term_handshake(r, hdr, sizeof(hdr), &e) == -1 ||
-	    api_pty_cwd(a, r, &cwd, buf, &e) == -1) {
+	    api_pty_cwd(a, r, found || rc != 0, &cwd, buf, &e) == -1) {
 		tws_refuse(c, s, &e);
 		return;
 	}
 	/* An earlier boot's record (rc 1) is read as it is: s->t NULL. */
-	found = id != NULL && term_find(a->terms, id) != NULL;
 	if (rc == 0 && (s->t = api_pty_term(r, a->terms, id, cwd, cols, rows,
 	    &e)) == NULL) {
 		tws_refuse(c, s, &e);

@@ -614,6 +614,36 @@ class TestPtyWorkspace(TermCase):
         r = a.post("/v1/terminals", {"argv": ["/bin/pwd"]})
         self.assertNotEqual(r.json.get("cwd"), self.ws, r)
 
+    def test_reattach_makes_no_workspace(self):
+        # The default cwd is a new terminal's: a reattach does not make
+        # the workspace again (a cwd given is checked all the same).
+        a = self.a
+
+        async def go():
+            c = await ws_open(a, "/v1/sandbox/sb1/pty?terminalId=keep&shell=/bin/sh",
+                              bridge=True)
+            await c.send(b"echo up$((1+1))\n")
+            await c.wait_out(b"up2")
+            await c.ws.close()
+            os.rmdir(os.path.join(self.ws, "b"))
+            os.rmdir(self.ws)
+            d = await ws_open(a, "/v1/sandbox/sb1/pty?terminalId=keep", bridge=True)
+            await d.send(b"echo back$((2+2))\n")
+            await d.wait_out(b"back4")
+            await d.ws.close()
+        run(go())
+        self.assertFalse(os.path.exists(self.ws))
+        r = a.get("/v1/sandbox/sb1/pty?cwd=/tmp&terminalId=keep", headers=HANDSHAKE)
+        self.assertError(r, 403, "invalid_request")
+
+        async def new():
+            e = await ws_open(a, "/v1/sandbox/sb1/pty?terminalId=fresh&shell=/bin/sh",
+                              bridge=True)
+            await e.send(b"pwd\n")
+            await e.wait_out(("%s\r\n" % self.ws).encode())
+            await e.ws.close()
+        run(new())
+
 
 class TestTendTerm(TermCase):
     """tend term driven through a pseudo-terminal (Python's pty module)."""
