@@ -687,12 +687,12 @@ api_pty_id(struct http_req *r, char *q, size_t n)
 /*
  * The query's cwd confined to the workspace, as the bridge's exec's:
  * the normalised copy in buf, or the default (the workspace) when there
- * is none; -1 with 403.  One too long for a path is not in the workspace
- * either.
+ * is none and the terminal is a new one (NULL for a reattach); -1 with
+ * 403.  One too long for a path is not in the workspace either.
  */
 static int
-api_pty_cwd(struct api *a, struct http_req *r, bool reattach, const char **cwd,
-    char buf[PATH_MAX], struct api_err *e)
+api_pty_cwd(struct api *a, struct http_req *r, bool reattach,
+    const char **cwd, char buf[PATH_MAX], struct api_err *e)
 {
 	char	q[PATH_MAX];
 	int	rc;
@@ -700,7 +700,6 @@ api_pty_cwd(struct api *a, struct http_req *r, bool reattach, const char **cwd,
 	*cwd = NULL;
 	if ((rc = http_query(r, "cwd", q, sizeof(q))) == 0 ||
 	    (rc == 1 && q[0] == '\0')) {
-		/* The workspace, made for a new terminal only. */
 		if (!reattach)
 			*cwd = api_sandbox_default_cwd(a->files);
 		return 0;

@@ -1508,8 +1508,8 @@ http_finish(struct http_conn *c)
 	if (deferred) {
 		if (buf_avail(&c->out) == 0)
 			http_yield(srv);
-		ev_prepare_start(c->srv->loop, &c->resume);
-		http_kick(c->srv);
+		ev_prepare_start(srv->loop, &c->resume);
+		http_kick(srv);
 	}
 	http_conn_watch(c);
 }
