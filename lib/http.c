@@ -1522,8 +1522,8 @@ http_finish(struct http_conn *c)
  * spare made) would hold the reader back that long: let it run first.
  * Once per loop turn, whatever number of replies the turn finishes.
  * The price is paid when a busy process shares our CPU: the yield gives
- * it the rest of a slice (exec of /bin/true beside one `yes`: 1.28x ->
- * 1.34x a bare spawn; with the CPUs free: 1.35x -> 1.22x).
+ * it the rest of a slice (exec of /bin/true beside one `yes`: 1.31x ->
+ * 1.35x a bare spawn; with the CPUs free: 1.36x -> 1.22x).
  */
 static void
 http_yield(struct http_server *srv)
