@@ -412,12 +412,90 @@ proc_id_valid(const char *id)
 	return record_id_valid(id);
 }
 
+/*
+ * Two chained hashes beside the launch-order list, so that a lookup does
+ * not walk a thousand kept records: every record by its ID, and each
+ * root not yet reaped by its pid (the reaper's question).
+ */
+static struct proc **
+proc_id_bucket(struct proctab *t, const char *id)
+{
+	uint32_t	h = 2166136261u;	/* FNV-1a */
+
+	while (*id != '\0')
+		h = (h ^ (unsigned char)*id++) * 16777619u;
+	return &t->byid[h & (PROC_HASH - 1)];
+}
+
+static struct proc **
+proc_pid_bucket(struct proctab *t, pid_t pid)
+{
+	return &t->bypid[(uint32_t)pid & (PROC_HASH - 1)];
+}
+
+static void
+proc_pid_unhash(struct proc *p)
+{
+	struct proc	**pp;
+
+	for (pp = proc_pid_bucket(p->tab, p->pid); *pp != NULL;
+	    pp = &(*pp)->pidnext)
+		if (*pp == p) {
+			*pp = p->pidnext;
+			return;
+		}
+}
+
+/* Into the list and the hashes, once it has a process. */
+static void
+proc_link(struct proc *p)
+{
+	struct proctab	*t = p->tab;
+	struct proc	**b;
+
+	p->prev = t->tail;
+	if (t->tail != NULL)
+		t->tail->next = p;
+	else
+		t->head = p;
+	t->tail = p;
+	b = proc_id_bucket(t, p->id);
+	p->idnext = *b;
+	*b = p;
+	b = proc_pid_bucket(t, p->pid);
+	p->pidnext = *b;
+	*b = p;
+}
+
+static void
+proc_unlink(struct proc *p)
+{
+	struct proctab	*t = p->tab;
+	struct proc	**pp;
+
+	if (p->prev != NULL)
+		p->prev->next = p->next;
+	else
+		t->head = p->next;
+	if (p->next != NULL)
+		p->next->prev = p->prev;
+	else
+		t->tail = p->prev;
+	for (pp = proc_id_bucket(t, p->id); *pp != NULL; pp = &(*pp)->idnext)
+		if (*pp == p) {
+			*pp = p->idnext;
+			break;
+		}
+	if (!p->reaped)
+		proc_pid_unhash(p);
+}
+
 struct proc *
 proc_find(struct proctab *t, const char *id)
 {
 	struct proc	*p;
 
-	for (p = t->head; p != NULL; p = p->next)
+	for (p = *proc_id_bucket(t, id); p != NULL; p = p->idnext)
 		if (strcmp(p->id, id) == 0)
 			return p;
 	return NULL;
@@ -722,12 +800,7 @@ proc_begin(struct proc *p, const struct proc_opts *o, struct proc_pipes *pp)
 	if (o->timeout_s > 0)
 		ev_timer_start(t->loop, &p->timeout);
 
-	p->prev = t->tail;
-	if (t->tail != NULL)
-		t->tail->next = p;
-	else
-		t->head = p;
-	t->tail = p;
+	proc_link(p);
 	t->nlive++;
 	t->started++;
 	proc_write_meta(p, o);
@@ -1110,8 +1183,8 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 		t->sync_pid = 0;
 		return;
 	}
-	for (p = t->head; p != NULL; p = p->next)
-		if (p->pid == pid && !p->reaped && p->state == PROC_RUNNING)
+	for (p = *proc_pid_bucket(t, pid); p != NULL; p = p->pidnext)
+		if (p->pid == pid)
 			break;
 	if (p != NULL) {
 		/*
@@ -1119,6 +1192,7 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 		 * anyone hears of the exit (exec replies at this point).
 		 */
 		proc_drain_now(p);
+		proc_pid_unhash(p);
 		p->reaped = true;
 		if (WIFSIGNALED(wstatus)) {
 			p->sig = WTERMSIG(wstatus);
@@ -1561,14 +1635,7 @@ proc_forget(struct proc *p)
 		t->exited++;	/* forced: killed and removed at once */
 	} else
 		t->nexited--;
-	if (p->prev != NULL)
-		p->prev->next = p->next;
-	else
-		t->head = p->next;
-	if (p->next != NULL)
-		p->next->prev = p->prev;
-	else
-		t->tail = p->prev;
+	proc_unlink(p);
 	log_info("event=process_removed id=%s", p->id);
 	proctab_tell(t, p, PROCTAB_EV_REMOVE);
 	proc_free(p);

@@ -75,6 +75,8 @@ struct proctab_sub {
 
 struct proc {
 	struct proc	*next, *prev;
+	struct proc	*idnext;	/* its ID's bucket */
+	struct proc	*pidnext;	/* its pid's bucket, until reaped */
 	char		 id[PROC_ID_MAX + 1];
 	struct proctab	*tab;
 	pid_t		 pid;		/* root; also the process group */
@@ -145,6 +147,8 @@ struct proctab {
 	bool		 procsfd_ours;	/* made (and closed) by the table */
 	ev_timer	 retry;		/* writes what is owed, when it can */
 	struct proc	*head, *tail;	/* launch order */
+	struct proc	*byid[PROC_HASH];	/* every record, by ID */
+	struct proc	*bypid[PROC_HASH];	/* roots not yet reaped, by pid */
 	int		 nlive;		/* not yet exited */
 	int		 nexited;
 	int		 maxlive;

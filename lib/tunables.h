@@ -27,6 +27,7 @@
 #define PROC_MAX_ENV		4096		/* entries */
 #define PROC_KILL_GRACE_MS	5000
 #define PROC_KEEP_EXITED	1000
+#define PROC_HASH		256		/* ID and pid lookup buckets (2^n) */
 #define PROC_MAX_TAGS		64		/* entries */
 #define PROC_MAX_TAGS_BYTES	4096		/* names and values, in all */
 #define PROC_STDIN_HIGH		(1024 * 1024)	/* pause the writer above this */

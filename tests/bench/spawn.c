@@ -313,6 +313,46 @@ cmd_exec(const char *sock, long n, long warm, const char *json,
 	return 0;
 }
 
+/* ------------------------------------------------------------ rtt */
+
+/*
+ * A request that starts nothing (GET path on one keep-alive connection,
+ * any status): the socket's round trip and the agent's parse and reply,
+ * the part of an exec's cost that no launch can save.
+ */
+static int
+cmd_rtt(const char *sock, long n, long warm, const char *path)
+{
+	static char buf[64 * 1024];
+	struct reply r;
+	char	*req;
+	int64_t	*t, t0;
+	long	 i;
+	int	 fd, len;
+
+	if ((len = asprintf(&req, "GET %s HTTP/1.1\r\nHost: tend\r\n\r\n",
+	    path)) < 0)
+		die("asprintf:");
+	if ((t = calloc((size_t)n, sizeof(*t))) == NULL)
+		die("calloc:");
+	if ((fd = unix_connect(sock)) == -1)
+		die("connect %s:", sock);
+	for (i = -warm; i < n; i++) {
+		t0 = now_ns();
+		write_all(fd, req, (size_t)len);
+		if (read_reply(fd, buf, sizeof(buf), &r) == -1)
+			die("connection closed by the agent after %ld "
+			    "requests", i + warm);
+		if (i >= 0)
+			t[i] = now_ns() - t0;
+	}
+	close(fd);
+	report("", t, (size_t)n);
+	free(t);
+	free(req);
+	return 0;
+}
+
 /* ------------------------------------------------------------ ready */
 
 static int
@@ -414,10 +454,14 @@ main(int argc, char **argv)
 	if ((argc == 6 || argc == 7) && strcmp(argv[1], "exec") == 0)
 		return cmd_exec(argv[2], count(argv[3], 1), count(argv[4], 0),
 		    argv[5], argc == 7 ? argv[6] : NULL);
+	if (argc == 6 && strcmp(argv[1], "rtt") == 0)
+		return cmd_rtt(argv[2], count(argv[3], 1), count(argv[4], 0),
+		    argv[5]);
 	if (argc >= 5 && strcmp(argv[1], "ready") == 0)
 		return cmd_ready(argv[2], argv[3], argv + 4);
 	fprintf(stderr, "usage: spawnbench spawn N WARM PATH\n"
 	    "       spawnbench exec SOCKET N WARM JSON [PATH]\n"
+	    "       spawnbench rtt SOCKET N WARM PATH\n"
 	    "       spawnbench ready SOCKET LOG ARGV...\n");
 	return 2;
 }

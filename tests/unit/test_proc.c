@@ -517,6 +517,39 @@ START_TEST(id_taken)
 }
 END_TEST
 
+/*
+ * More records than the lookups have buckets: IDs and pids share them.
+ * Each exit code still reaches its own record, and each ID finds its own
+ * record, before and after half of them are removed.
+ */
+START_TEST(lookups_past_the_buckets)
+{
+	enum { N = PROC_HASH + 8 };
+	static struct proc *p[N];
+	static char	 cmd[N][16], id[N][16];
+	int		 i;
+
+	for (i = 0; i < N; i++) {
+		struct proc_opts o = { .argv = ARGV("sh", "-c", cmd[i]),
+		    .id = id[i] };
+
+		snprintf(cmd[i], sizeof(cmd[i]), "exit %d", i % 256);
+		snprintf(id[i], sizeof(id[i]), "h%d", i);
+		p[i] = spawn(&o);
+	}
+	ck_assert(tu_run_until(loop, none_live, NULL, 10 * WAIT_S));
+	for (i = 0; i < N; i++) {
+		ck_assert_int_eq(p[i]->code, i % 256);
+		ck_assert_ptr_eq(proc_find(&tab, id[i]), p[i]);
+	}
+	for (i = 0; i < N; i += 2)
+		ck_assert_int_eq(proc_delete(p[i]), 0);
+	for (i = 0; i < N; i++)
+		ck_assert_ptr_eq(proc_find(&tab, id[i]), i % 2 ? p[i] : NULL);
+	ck_assert_ptr_null(proc_find(&tab, "h"));
+}
+END_TEST
+
 START_TEST(maxlive_limit)
 {
 	struct proc_opts o = { .argv = ARGV("sleep", "5") };
@@ -1689,6 +1722,7 @@ proc_suite(void)
 	tcase_add_test(tc, exec_failures_leave_nothing);
 	tcase_add_test(tc, id_taken);
 	tcase_add_test(tc, maxlive_limit);
+	tcase_add_test(tc, lookups_past_the_buckets);
 	tcase_add_test(tc, id_valid_vectors);
 	suite_add_tcase(s, tc);
 
