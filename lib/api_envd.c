@@ -464,7 +464,7 @@ api_envd_pending(void *ctx)
 
 static const struct follow_sink api_envd_sink = {
 	api_envd_chunk, api_envd_gap, api_envd_end, NULL,
-	api_envd_pending, HTTP_OUT_HIGH
+	api_envd_pending, HTTP_OUT_HIGH, NULL
 };
 
 static void

@@ -300,7 +300,7 @@ api_sse_beat(void *ctx)
 
 static const struct follow_sink api_sse_sink = {
 	api_sse_chunk, api_sse_gap, api_sse_end, api_sse_beat,
-	api_sink_pending, HTTP_OUT_HIGH
+	api_sink_pending, HTTP_OUT_HIGH, NULL
 };
 
 /* ------------------------------------------------------------------ */
@@ -312,6 +312,24 @@ api_raw_chunk(void *ctx, const struct follow_chunk *ch)
 	struct api_reader	*rd = ctx;
 
 	return http_stream_write(rd->c, ch->data, ch->len);
+}
+
+/*
+ * An ended record's bytes, from its file to the socket by the kernel
+ * (no copy of ours; to a unix socket, none at all).  A file shorter
+ * than its store says cannot end the stream well: it breaks off.
+ */
+static ssize_t
+api_raw_file(void *ctx, int fd, uint64_t *off, size_t n)
+{
+	struct api_reader	*rd = ctx;
+	ssize_t			 k;
+
+	if ((k = http_stream_sendfile(rd->c, fd, off, n)) == 0) {
+		http_conn_abort(rd->c);
+		k = -1;
+	}
+	return k;
 }
 
 /* A byte stream has no gaps to tell: it starts at what is retained. */
@@ -337,7 +355,7 @@ api_raw_end(void *ctx, enum follow_why why, const char *cursor)
 
 static const struct follow_sink api_raw_sink = {
 	api_raw_chunk, api_raw_gap, api_raw_end, NULL,
-	api_sink_pending, HTTP_OUT_HIGH
+	api_sink_pending, HTTP_OUT_HIGH, api_raw_file
 };
 
 /* ------------------------------------------------------------------ */
@@ -436,7 +454,7 @@ api_bsse_end(void *ctx, enum follow_why why, const char *cursor)
 
 static const struct follow_sink api_bsse_sink = {
 	api_bsse_chunk, api_bsse_gap, api_bsse_end, api_sse_beat,
-	api_sink_pending, HTTP_OUT_HIGH
+	api_sink_pending, HTTP_OUT_HIGH, NULL
 };
 
 /* Start streaming: the reply head is sent, then the first pump. */
@@ -475,7 +493,7 @@ api_poll_chunk(void *ctx, const struct follow_chunk *ch)
 }
 
 static const struct follow_sink api_poll_sink = {
-	api_poll_chunk, api_raw_gap, NULL, NULL, NULL, 0
+	api_poll_chunk, api_raw_gap, NULL, NULL, NULL, 0, NULL
 };
 
 /*

@@ -401,7 +401,7 @@ tws_pending(void *ctx)
 }
 
 static const struct follow_sink tws_sink = {
-	tws_chunk, tws_gap, tws_end, NULL, tws_pending, WS_OUT_HIGH
+	tws_chunk, tws_gap, tws_end, NULL, tws_pending, WS_OUT_HIGH, NULL
 };
 
 /* ------------------------------------------------------------------ */
@@ -924,7 +924,8 @@ tsse_pending(void *ctx)
 }
 
 static const struct follow_sink tsse_sink = {
-	tsse_chunk, tsse_gap, tsse_end, tsse_beat, tsse_pending, HTTP_OUT_HIGH
+	tsse_chunk, tsse_gap, tsse_end, tsse_beat, tsse_pending, HTTP_OUT_HIGH,
+	NULL
 };
 
 static void

@@ -413,6 +413,17 @@ follow_pump_records(struct follow *f)
 	}
 }
 
+/*
+ * Nothing more will be written to the store (nor released from it by
+ * the disk bound): its files can go to the sink as they are.
+ */
+static bool
+follow_final(struct follow *f)
+{
+	return f->term == NULL &&
+	    (f->proc == NULL || proc_ended(f->proc, PROC_END_OUTPUT));
+}
+
 static enum pump
 follow_pump_bytes(struct follow *f)
 {
@@ -432,6 +443,16 @@ follow_pump_bytes(struct follow *f)
 		if (f->off >= ls->end[s])
 			return PUMP_DONE;
 		want = ls->end[s] - f->off;
+		if (f->sink->file != NULL && ls->fd[s] != -1 &&
+		    follow_final(f)) {
+			if (want > LOGS_PUMP_BYTES - sent)
+				want = LOGS_PUMP_BYTES - sent;
+			if ((n = f->sink->file(f->ctx, ls->fd[s], &f->off,
+			    want)) <= 0)
+				return PUMP_FULL;
+			sent += n;
+			continue;
+		}
 		if (want > sizeof(follow_buf))
 			want = sizeof(follow_buf);
 		n = logstore_pread(ls, s, follow_buf, want, f->off);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <ev.h>
 
 #include "cursor.h"
@@ -60,7 +61,11 @@ enum follow_why {
  * the sink owns what follows (it must follow_free, now or later) and the
  * pump does not touch the follow again.  beat, if not NULL, is called
  * every SSE_HEARTBEAT seconds.  pending is the sink's unsent bytes;
- * above high the pump waits for follow_drained.
+ * above high the pump waits for follow_drained.  file, if not NULL,
+ * takes a byte walk's bytes straight from the store's file once no more
+ * can be written to it (the process ended and its output is stored):
+ * up to n bytes of fd at *off, advanced; the bytes taken, or -1 when it
+ * takes no more now (it will drain, or it is dead).
  */
 struct follow_sink {
 	int	(*chunk)(void *ctx, const struct follow_chunk *);
@@ -69,6 +74,7 @@ struct follow_sink {
 	int	(*beat)(void *ctx);
 	size_t	(*pending)(void *ctx);
 	size_t	 high;
+	ssize_t	(*file)(void *ctx, int fd, uint64_t *off, size_t n);
 };
 
 /* What is read. */

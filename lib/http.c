@@ -100,6 +100,7 @@ struct http_conn {
 	bool			 listed;	/* in srv->conns, counted */
 	bool			 close_after;	/* no keep-alive */
 	bool			 chunked_out;	/* stream uses chunked framing */
+	size_t			 chunk_left;	/* of a chunk sent from a file */
 	bool			 read_paused;
 	bool			 in_head;	/* a head is begun, not complete */
 	bool			 peer_eof;	/* the client sends no more */
@@ -139,6 +140,7 @@ static int	http_conn_flush(struct http_conn *);
 static void	http_yield(struct http_server *);
 static void	http_conn_process(struct http_conn *);
 static void	http_dispatch(struct http_conn *);
+static void	http_conn_eof_close(struct http_conn *);
 static void	http_finish(struct http_conn *);
 static void	http_req_reset(struct http_conn *);
 static int	http_req_route(struct http_conn *);
@@ -670,23 +672,36 @@ http_conn_hung_up(struct http_conn *c)
 	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLHUP | POLLERR));
 }
 
-/* End of the client's input. */
+/*
+ * End of the client's input.  What it sent before is still answered, in
+ * order: a client may shut its side once its requests are out.  A client
+ * gone altogether reads nothing: it is dropped at once.
+ */
 static void
 http_conn_eof(struct http_conn *c)
 {
-	if (c->state == HC_READ && buf_avail(&c->out) == 0) {
-		http_conn_abort(c);
-		return;
-	}
 	if (http_conn_hung_up(c)) {
 		http_conn_abort(c);
 		return;
 	}
 	c->peer_eof = true;
-	c->close_after = true;
-	if (c->state == HC_READ)
-		c->state = HC_CLOSING;
 	http_conn_watch(c);
+	http_conn_eof_close(c);
+}
+
+/*
+ * Reading again after the client's end: no whole request is left (a
+ * queue too full to parse more is not there yet), so none will come.
+ * The connection closes once what is queued is written.
+ */
+static void
+http_conn_eof_close(struct http_conn *c)
+{
+	if (c->dead || !c->peer_eof || c->state != HC_READ ||
+	    http_conn_out_full(c))
+		return;
+	c->state = HC_CLOSING;
+	(void)http_conn_flush(c);
 }
 
 static void
@@ -987,6 +1002,7 @@ http_conn_process(struct http_conn *c)
 		}
 	}
 	c->processing = false;
+	http_conn_eof_close(c);
 }
 
 /*
@@ -1648,6 +1664,7 @@ http_stream_begin(struct http_conn *c, int status, const char *ctype,
 	if (framing == HTTP_FRAME_CLOSE)
 		c->close_after = true;
 	c->chunked_out = framing == HTTP_FRAME_CHUNKED;
+	c->chunk_left = 0;
 	if (http_head(c, status, ctype, c->chunked_out ?
 	    "Transfer-Encoding: chunked\r\n" : NULL, -1, extra) == -1) {
 		http_conn_abort(c);
@@ -1664,6 +1681,10 @@ http_stream_write(struct http_conn *c, const void *d, size_t n)
 		return -1;
 	if (n == 0)
 		return 0;
+	if (c->chunk_left > 0) {
+		http_conn_abort(c);	/* inside a file's chunk: a bug */
+		return -1;
+	}
 	if ((c->chunked_out && buf_printf(&c->out, "%zx\r\n", n) == -1) ||
 	    buf_add(&c->out, d, n) == -1 ||
 	    (c->chunked_out && buf_add(&c->out, "\r\n", 2) == -1)) {
@@ -1675,8 +1696,11 @@ http_stream_write(struct http_conn *c, const void *d, size_t n)
 
 /*
  * The kernel copies the file to the socket: no pass through the output
- * buffer, which must be empty (what is queued goes first).  EAGAIN arms
- * the write watcher, as a full buffer does: on_drain says when to go on.
+ * buffer, which is written first (what is queued goes first).  Chunked,
+ * a chunk of n bytes is announced when none is open, and later calls
+ * carry on into it (from where the last one left off) until it is whole;
+ * an n past its end is cut to it.  EAGAIN arms the write watcher, as a
+ * full buffer does: on_drain says when to go on.
  */
 ssize_t
 http_stream_sendfile(struct http_conn *c, int fd, uint64_t *off, size_t n)
@@ -1684,11 +1708,29 @@ http_stream_sendfile(struct http_conn *c, int fd, uint64_t *off, size_t n)
 	off_t	o = (off_t)*off;
 	ssize_t	k;
 
-	if (c->dead || c->state != HC_STREAM || c->chunked_out ||
-	    buf_avail(&c->out) > 0) {
+	if (c->dead || c->state != HC_STREAM) {
 		errno = EINVAL;
 		return -1;
 	}
+	if (n == 0)
+		return 0;
+	if (c->chunked_out && c->chunk_left == 0) {
+		if (buf_printf(&c->out, "%zx\r\n", n) == -1) {
+			http_conn_abort(c);
+			return -1;
+		}
+		c->chunk_left = n;
+	}
+	if (buf_avail(&c->out) > 0) {
+		if (http_conn_flush(c) == -1)
+			return -1;
+		if (buf_avail(&c->out) > 0) {
+			errno = EAGAIN;
+			return -1;
+		}
+	}
+	if (c->chunked_out && n > c->chunk_left)
+		n = c->chunk_left;
 	while ((k = sendfile(c->fd, fd, &o, n)) == -1 && errno == EINTR)
 		;
 	if (k == -1 && errno == EAGAIN) {
@@ -1701,6 +1743,17 @@ http_stream_sendfile(struct http_conn *c, int fd, uint64_t *off, size_t n)
 		*off = (uint64_t)o;
 		c->last_io = c->last_out = ev_now(c->srv->loop);
 	}
+	if (!c->chunked_out || k == -1)
+		return k;
+	/* The file ended inside its chunk: the framing cannot be kept. */
+	if (k == 0) {
+		http_conn_abort(c);
+		errno = EIO;
+		return -1;
+	}
+	if ((c->chunk_left -= (size_t)k) == 0 &&
+	    (buf_add(&c->out, "\r\n", 2) == -1 || http_conn_flush(c) == -1))
+		http_conn_abort(c);
 	return k;
 }
 
@@ -1709,7 +1762,8 @@ http_stream_end(struct http_conn *c)
 {
 	if (c->dead || c->state != HC_STREAM)
 		return;
-	if (c->chunked_out && buf_addstr(&c->out, "0\r\n\r\n") == -1) {
+	if (c->chunk_left > 0 ||
+	    (c->chunked_out && buf_addstr(&c->out, "0\r\n\r\n") == -1)) {
 		http_conn_abort(c);
 		return;
 	}

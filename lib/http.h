@@ -122,10 +122,13 @@ int	http_stream_begin(struct http_conn *, int status, const char *ctype,
 	    enum http_framing, const char *extra_headers);
 int	http_stream_write(struct http_conn *, const void *, size_t);
 /*
- * A HTTP_FRAME_LENGTH body straight from a file: up to n bytes of fd at
- * *off (advanced), only with nothing queued.  The bytes sent, 0 at the
- * file's end, -1: EAGAIN (the socket is full: on_drain follows), or the
- * socket or the file failed.
+ * A body straight from a file: up to n bytes of fd at *off (advanced),
+ * after what is queued.  Chunked, the first call announces a chunk of n
+ * bytes and the next ones carry on into it (n cut to what it lacks);
+ * nothing else may be written until it is whole.  The bytes sent, 0 at
+ * the file's end (HTTP_FRAME_LENGTH), -1: EAGAIN (the socket is full:
+ * on_drain follows), or the socket or the file failed (inside a chunk,
+ * the connection is aborted).
  */
 ssize_t	http_stream_sendfile(struct http_conn *, int fd, uint64_t *off,
 	    size_t n);

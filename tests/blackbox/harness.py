@@ -265,6 +265,48 @@ def request_bytes(method, path, body=b"", headers=None):
     return head.encode("latin-1") + b"\r\n" + body
 
 
+def strict_responses(data):
+    """Every HTTP/1.1 response in data, which ends where the last one does
+    (its sender closed after it): [(status, {lower-cased header: value},
+    body)].  Chunked framing is checked to the byte (each chunk's CRLF,
+    the last chunk), not forgiven; anything left over is an error."""
+    out = []
+    while data:
+        head, sep, data = data.partition(b"\r\n\r\n")
+        if not sep:
+            raise ValueError("a head without its end: %r" % head[:200])
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ")[1])
+        hd = {}
+        for h in lines[1:]:
+            k, _, v = h.partition(":")
+            hd[k.strip().lower()] = v.strip()
+        if "chunked" in hd.get("transfer-encoding", ""):
+            parts = []
+            while True:
+                size, sep, data = data.partition(b"\r\n")
+                if not sep or not re.fullmatch(rb"[0-9a-f]+", size):
+                    raise ValueError("bad chunk size line %r" % size[:40])
+                n = int(size, 16)
+                if n == 0:
+                    if not data.startswith(b"\r\n"):
+                        raise ValueError("the last chunk lacks its CRLF")
+                    data = data[2:]
+                    break
+                if len(data) < n + 2 or data[n:n + 2] != b"\r\n":
+                    raise ValueError("a %d-byte chunk is not followed by CRLF" % n)
+                parts.append(data[:n])
+                data = data[n + 2:]
+            body = b"".join(parts)
+        elif "content-length" in hd:
+            n = int(hd["content-length"])
+            body, data = data[:n], data[n:]
+        else:
+            body, data = data, b""
+        out.append((status, hd, body))
+    return out
+
+
 class SSEStream:
     """The result of reading an event stream."""
 

@@ -23,7 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (AgentTestCase, RFC3339_MS, SLOW, ResponseReader, poll, read_file,  # noqa: E402
-                     request_bytes, scaled)
+                     request_bytes, scaled, strict_responses)
 
 MB = 1000 * 1000
 BIG = (8 if SLOW else 48) * MB          # the byte-exact replay
@@ -1149,6 +1149,76 @@ class TestBoundAndMetrics(LogCase):
         a.launch_ok(["sh", "-c", "(sleep 0.2 &) ; exit 0"], id="orph")
         self.assertTrue(poll(lambda: self.metrics(a)["tend_orphans_reaped_total"] > m3["tend_orphans_reaped_total"],
                              timeout=5), "orphan reaping not counted")
+
+
+class TestRawFromFile(LogCase):
+    """An ended record's raw stream goes from its file to the socket by the
+    kernel (sendfile), in chunks that a full socket breaks off and the
+    next turn finishes."""
+
+    SIZE = 5 * 1024 * 1024 + 9         # no multiple of a pump's share
+
+    def ended(self, a, pid_id):
+        a.launch_ok(["sh", "-c", "head -c %d /dev/urandom; printf err >&2" % self.SIZE], id=pid_id)
+        st = a.wait_ended(pid_id, timeout_ms=30000)
+        want = read_file(os.path.join(a.proc_dir(st["bootId"], pid_id), "stdout"))
+        self.assertEqual(len(want), self.SIZE)
+        return want
+
+    def test_slow_reader_gets_every_byte_and_the_connection_goes_on(self):
+        a = self.agent()
+        want = self.ended(a, "big")
+        s = a.connect(timeout=scaled(30))
+        self.addCleanup(s.close)
+        # Pipelined: the stream from an odd offset, stderr, then one that
+        # closes.  Nothing is read for a moment: the socket fills inside
+        # a chunk, and the rest of it comes turns later.
+        s.sendall(request_bytes("GET", "/v1/processes/big/stdout?offset=7") +
+                  request_bytes("GET", "/v1/processes/big/stderr") +
+                  request_bytes("GET", "/v1/processes/big/stdout?offset=%d" % (self.SIZE - 3),
+                                headers={"Connection": "close"}))
+        time.sleep(scaled(0.3))
+        data = []
+        while True:
+            b = s.recv(16384)
+            if not b:
+                break
+            data.append(b)
+            if len(data) % 64 == 0:
+                time.sleep(0.01)
+        rs = strict_responses(b"".join(data))
+        self.assertEqual([r[0] for r in rs], [200, 200, 200])
+        self.assertEqual(rs[0][1].get("transfer-encoding"), "chunked")
+        self.assertEqual(sha(rs[0][2]), sha(want[7:]))
+        self.assertEqual(rs[1][2], b"err")
+        self.assertEqual(rs[2][2], want[-3:])
+
+    def test_http10_reader_gets_it_delimited_by_the_close(self):
+        a = self.agent()
+        want = self.ended(a, "big")
+        s = a.connect(timeout=scaled(30))
+        self.addCleanup(s.close)
+        s.sendall(b"GET /v1/processes/big/stdout?offset=1 HTTP/1.0\r\n\r\n")
+        data = []
+        while True:
+            b = s.recv(1 << 20)
+            if not b:
+                break
+            data.append(b)
+        (st, hd, body), = strict_responses(b"".join(data))
+        self.assertEqual(st, 200)
+        self.assertNotIn("transfer-encoding", hd)
+        self.assertEqual(sha(body), sha(want[1:]))
+
+    def test_stuck_reader_of_an_ended_record_is_dropped(self):
+        a = self.agent(extra=("--stuck-timeout", "1"))
+        self.ended(a, "big")
+        s = self.live(a, "/v1/processes/big/stdout", accept=None, rcvbuf=4096)
+        self.assertEqual(s.status, 200)
+        self.assertEqual(self.metrics(a)["tend_followers"], 1)
+        gone = poll(lambda: self.metrics(a)["tend_followers"] == 0, 10)
+        self.assertTrue(gone, self.metrics(a))
+        self.assertIn("reason=stuck", a.log_text())
 
 
 if __name__ == "__main__":

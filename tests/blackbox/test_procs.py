@@ -16,7 +16,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (AgentTestCase, HEX32, ID_RE, RFC3339_MS, SLOW, ResponseReader, UnixHTTPConnection,  # noqa: E402
-                     group_members, poll, read_file, request_bytes, scaled)
+                     group_members, poll, read_file, request_bytes, scaled, strict_responses)
 
 STATUS_FIELDS = ("id", "pid", "command", "cwd", "startedAt", "state", "bootId",
                  "stdoutBytes", "stderrBytes", "droppedBytes", "tags")
@@ -775,6 +775,24 @@ class TestEdges(ProcCase):
         self.assertIsNotNone(r)
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json["state"], "exited", r)
+        self.assertEqual(a.health()["status"], "ok")
+
+    def test_half_closed_client_gets_every_pipelined_reply(self):
+        a = self.agent()
+        a.launch_ok(["sleep", "0.3"], id="hc")
+        # Three requests, a fourth cut short, then shutdown(SHUT_WR): the
+        # three are answered in order (the first only once the process
+        # ends), then the connection closes.
+        data = (request_bytes("POST", "/v1/processes/hc/wait?timeout=5000") +
+                request_bytes("GET", "/v1/processes/hc") +
+                request_bytes("GET", "/v1/processes/nobody") +
+                b"GET /v1/heal")
+        out, closed = a.raw(data, timeout=scaled(5), shut_wr=True)
+        self.assertTrue(closed, "the connection stayed open after the client's end")
+        rs = strict_responses(out)
+        self.assertEqual([r[0] for r in rs], [200, 200, 404], out[:600])
+        self.assertEqual(json.loads(rs[0][2])["state"], "exited")
+        self.assertEqual(json.loads(rs[1][2])["id"], "hc")
         self.assertEqual(a.health()["status"], "ok")
 
     def test_status_file_of_a_short_process_is_its_final_one(self):

@@ -117,7 +117,7 @@ ts_pending(void *ctx)
 }
 
 static const struct follow_sink tsink_sink = {
-	ts_chunk, ts_gap, ts_end, NULL, ts_pending, 1000
+	ts_chunk, ts_gap, ts_end, NULL, ts_pending, 1000, NULL
 };
 
 static struct follow *
@@ -328,6 +328,107 @@ START_TEST(bytes_from_offset)
 }
 END_TEST
 
+/* A file sink: takes up to room bytes a call from the store's file. */
+struct fsink {
+	char	 got[4 * LOGS_PUMP_BYTES];
+	size_t	 len, room, calls, most;
+	int	 ends, chunks;
+};
+
+static ssize_t
+fs_file(void *ctx, int fd, uint64_t *off, size_t n)
+{
+	struct fsink	*t = ctx;
+	ssize_t		 k;
+
+	if (n > t->most)
+		t->most = n;
+	if (n > t->room)
+		n = t->room;
+	if (n == 0 || t->len + n > sizeof(t->got))
+		return -1;		/* full until drained */
+	if ((k = pread(fd, t->got + t->len, n, (off_t)*off)) <= 0)
+		return -1;
+	t->len += (size_t)k;
+	t->room -= (size_t)k;
+	*off += (uint64_t)k;
+	t->calls++;
+	return k;
+}
+
+static int
+fs_chunk(void *ctx, const struct follow_chunk *ch)
+{
+	(void)ch;
+	((struct fsink *)ctx)->chunks++;
+	return 0;
+}
+
+static void
+fs_end(void *ctx, enum follow_why why, const char *cursor)
+{
+	(void)why;
+	(void)cursor;
+	((struct fsink *)ctx)->ends++;
+}
+
+static size_t
+fs_pending(void *ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+static const struct follow_sink fsink_sink = {
+	fs_chunk, ts_gap, fs_end, NULL, fs_pending, 1000, fs_file
+};
+
+static bool
+fs_ended(void *arg)
+{
+	return ((struct fsink *)arg)->ends > 0;
+}
+
+/*
+ * An ended record's byte walk goes to a sink that takes files: from the
+ * offset, every byte once, in order, a callback's share at most; a sink
+ * that stops taking (a full socket) gets the rest after its drain.
+ */
+START_TEST(bytes_to_a_file_sink)
+{
+	static struct fsink	 t;
+	static char		 d[LOG_CHUNK];
+	struct follow		*f;
+	size_t			 i, n = 0;
+	int			 r;
+
+	memset(&t, 0, sizeof(t));
+	for (r = 0; r < 12; r++) {
+		for (i = 0; i < sizeof(d); i++)
+			d[i] = (char)(n + i) ^ 0x5a;
+		ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, d,
+		    sizeof(d)), 0);
+		logstore_seal(&ls);
+		n += sizeof(d);
+	}
+	t.room = 100000;
+	f = open_follow(FOLLOW_BYTES, LS_STDOUT, 3);
+	follow_start(f, &fsink_sink, &t);
+	ck_assert_uint_eq(t.len, 100000);	/* then it was full */
+	ck_assert_int_eq(t.ends, 0);
+	t.room = SIZE_MAX;
+	follow_drained(f);
+	ck_assert(tu_run_until(loop, fs_ended, &t, 10));
+	ck_assert_uint_eq(t.len, n - 3);
+	for (i = 0; i < t.len; i++)
+		ck_assert_int_eq(t.got[i], (char)(i + 3) ^ 0x5a);
+	ck_assert_int_eq(t.chunks, 0);
+	ck_assert_uint_le(t.most, LOGS_PUMP_BYTES);
+	ck_assert_uint_gt(t.calls, 2);
+	follow_free(f);
+}
+END_TEST
+
 /*
  * A damaged index record is passed over, never stalls the reader, and
  * is logged once with its count when the reader has caught up.
@@ -393,6 +494,7 @@ follow_suite(void)
 	tcase_add_test(tc, seek_refuses_foreign_and_future_cursors);
 	tcase_add_test(tc, poll_is_bounded);
 	tcase_add_test(tc, bytes_from_offset);
+	tcase_add_test(tc, bytes_to_a_file_sink);
 	tcase_add_test(tc, damaged_records_skipped_and_logged_once);
 	suite_add_tcase(s, tc);
 	return s;
