@@ -56,7 +56,7 @@ static const int shim_syscalls[] = {
 	SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise),
 	SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(futex),
 	SCMP_SYS(clock_gettime), SCMP_SYS(exit), SCMP_SYS(exit_group),
-	SCMP_SYS(getpid),
+	SCMP_SYS(getpid), SCMP_SYS(pipe2), SCMP_SYS(splice),
 	SCMP_SYS(restart_syscall),	/* a call resumed after a tracer's stop */
 };
 
@@ -255,6 +255,12 @@ shim_seccomp(void)
 	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
 	    SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)) < 0)
 		fatalx("event=seccomp_failed syscall=mprotect");
+	/* fcntl only to size the pipe the agent's bytes pass through. */
+	if (seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
+	    SCMP_A1(SCMP_CMP_EQ, F_SETPIPE_SZ)) < 0 ||
+	    seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
+	    SCMP_A1(SCMP_CMP_EQ, F_GETPIPE_SZ)) < 0)
+		fatalx("event=seccomp_failed syscall=fcntl");
 	if (seccomp_load(ctx) < 0)
 		fatalx("event=seccomp_failed");
 	seccomp_release(ctx);

@@ -5,7 +5,11 @@
  * not yet looked at (a request head is collected there, HTTP_MAX_HEAD at
  * most); `up`, bytes for the agent; `down`, the agent's bytes for the
  * client.  A side is read only while its buffer has room, so a slow
- * reader on either end stops the other (backpressure both ways).
+ * reader on either end stops the other (backpressure both ways).  The
+ * agent's bytes go through a pipe instead of `down` while the shim need
+ * not look at them nor add its own after them: the kernel moves them to
+ * the client (splice), and what the agent sent from a file (an ended
+ * record's raw stream) is never copied on the way.
  *
  * Only request heads are parsed.  The parser then runs over the body only
  * to learn where it ends (Content-Length or chunked framing); the body's
@@ -14,6 +18,8 @@
  */
 #include <sys/socket.h>
 #include <sys/un.h>
+
+#include <fcntl.h>
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -67,6 +73,16 @@ struct shim_conn {
 	const char		*rcode, *rmsg, *rextra;
 	bool			 rhead;		/* the refused request is HEAD */
 	struct shim_io		 in, up, down;
+	/*
+	 * The agent's bytes moved by the kernel, never copied: a pipe,
+	 * made at need.  Its slots may fill before its bytes do (a slot
+	 * holds what one write gave, a chunk's size line too): a refusal
+	 * with bytes in it stops the reading until some went out.
+	 */
+	int			 pr, pw;	/* -1: none (yet) */
+	size_t			 plen, pcap;	/* bytes in it, its size */
+	bool			 pfull;		/* it refused more */
+	bool			 nopipe;	/* none can be used: `down` */
 };
 
 struct shim {
@@ -308,6 +324,7 @@ shim_conn_new(struct shim *s, int fd)
 	c->shim = s;
 	c->cfd = fd;
 	c->afd = -1;
+	c->pr = c->pw = -1;
 	c->mode = SHIM_HEAD;
 	ev_io_init(&c->crd, shim_crd_cb, fd, EV_READ);
 	ev_io_init(&c->cwr, shim_cwr_cb, fd, EV_WRITE);
@@ -342,10 +359,56 @@ shim_conn_free(struct shim_conn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	s->nconns--;
+	if (c->pr != -1) {
+		close(c->pr);
+		close(c->pw);
+	}
 	free(c->in.data);
 	free(c->up.data);
 	free(c->down.data);
 	free(c);
+}
+
+/* The agent's bytes not yet written to the client. */
+static size_t
+shim_down_len(const struct shim_conn *c)
+{
+	return c->down.len + c->plen;
+}
+
+/*
+ * Whether the agent's next bytes go through the pipe: not while the
+ * shim looks at them (an upgrade's answer) or adds its own after them
+ * (a refusal), and not past bytes still in `down` (the pipe is written
+ * first).  The pipe is made the first time.
+ */
+static bool
+shim_pipe_ok(struct shim_conn *c)
+{
+	int	fds[2], n;
+
+	if (c->nopipe || c->down.len > 0 || (c->mode != SHIM_HEAD &&
+	    c->mode != SHIM_BODY && c->mode != SHIM_SPLICE))
+		return false;
+	if (c->pr != -1)
+		return true;
+	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == -1) {
+		c->nopipe = true;
+		return false;
+	}
+	n = fcntl(fds[1], F_SETPIPE_SZ, SHIM_BUF);
+	if (n == -1)
+		n = fcntl(fds[1], F_GETPIPE_SZ);
+	if (n <= 0) {
+		close(fds[0]);
+		close(fds[1]);
+		c->nopipe = true;
+		return false;
+	}
+	c->pr = fds[0];
+	c->pw = fds[1];
+	c->pcap = (size_t)n;
+	return true;
 }
 
 static void
@@ -367,9 +430,9 @@ shim_conn_update(struct shim_conn *c)
 {
 	bool	reading;
 
-	if (c->mode == SHIM_DENY && c->a_eof && c->down.len == 0)
+	if (c->mode == SHIM_DENY && c->a_eof && shim_down_len(c) == 0)
 		shim_reply(c);
-	if (c->down.len == 0 && c->mode != SHIM_DENY &&
+	if (shim_down_len(c) == 0 && c->mode != SHIM_DENY &&
 	    (c->a_eof || (c->afd == -1 && (c->c_eof ||
 	    c->mode == SHIM_CLOSING))))
 		goto gone;
@@ -393,9 +456,11 @@ shim_conn_update(struct shim_conn *c)
 		reading = false;
 	}
 	shim_io_set(c, &c->crd, reading);
-	shim_io_set(c, &c->cwr, c->down.len > 0);
+	shim_io_set(c, &c->cwr, shim_down_len(c) > 0);
 	if (c->afd != -1) {
-		shim_io_set(c, &c->ard, !c->a_eof && io_compact(&c->down) > 0);
+		shim_io_set(c, &c->ard, !c->a_eof && (c->plen > 0 ?
+		    !c->pfull && c->plen < c->pcap :
+		    io_compact(&c->down) > 0));
 		shim_io_set(c, &c->awr, c->up.len > 0);
 	}
 	return;
@@ -813,18 +878,28 @@ static void
 shim_cwr_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct shim_conn	*c = container_of(w, struct shim_conn, cwr);
+	bool			 piped = c->plen > 0;
 	ssize_t			 n;
 
 	(void)loop;
 	(void)revents;
-	n = write(c->cfd, io_head(&c->down), c->down.len);
+	/* The pipe's bytes came first. */
+	if (piped)
+		n = splice(c->pr, NULL, c->cfd, NULL, c->plen,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	else
+		n = write(c->cfd, io_head(&c->down), c->down.len);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
 		shim_conn_free(c);	/* the client is gone */
 		return;
 	}
-	io_consume(&c->down, n);
+	if (piped) {
+		c->plen -= n;
+		c->pfull = false;
+	} else
+		io_consume(&c->down, n);
 	shim_conn_update(c);
 }
 
@@ -865,8 +940,25 @@ shim_ard_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	n = read(c->afd, c->down.data + c->down.off + c->down.len,
-	    io_compact(&c->down));
+	if (!shim_pipe_ok(c))
+		n = read(c->afd, c->down.data + c->down.off + c->down.len,
+		    io_compact(&c->down));
+	else if ((n = splice(c->afd, NULL, c->pw, NULL, c->pcap - c->plen,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK)) > 0) {
+		c->plen += n;
+		shim_conn_update(c);
+		return;
+	} else if (n == -1 && errno == EAGAIN && c->plen > 0) {
+		/* Full, not empty: the bytes in it say which. */
+		c->pfull = true;
+		shim_conn_update(c);
+		return;
+	} else if (n == -1 && errno == EINVAL && c->plen == 0) {
+		/* A socket the kernel cannot splice from: read it. */
+		c->nopipe = true;
+		n = read(c->afd, c->down.data + c->down.off + c->down.len,
+		    io_compact(&c->down));
+	}
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;

@@ -14,7 +14,8 @@ import threading
 import time
 import unittest
 
-from harness import TEND_BIN, AgentTestCase, poll, rss_kib, scaled
+from harness import (TEND_BIN, AgentTestCase, poll, read_file, request_bytes, rss_kib,  # noqa: E402
+                     scaled, strict_responses)
 
 TOKEN = "s3cret-token-42"
 
@@ -356,6 +357,41 @@ class TestShimForwarding(ShimTestCase):
         self.assertEqual(st, 200)
         self.assertEqual(len(body), n)
         self.assertEqual(hashlib.sha256(body).hexdigest(), direct.hexdigest())
+
+    def test_piped_replies_then_the_shims_own_refusal_in_order(self):
+        # An ended record's stream comes from its file through the shim's
+        # pipe untouched; a slow client fills the pipe; the replies that
+        # follow on the connection, the agent's and then the shim's own
+        # 401, come after it, in order, each whole.
+        a = self.a
+        n = 3 * 1024 * 1024 + 5
+        a.launch_ok(["sh", "-c", "head -c %d /dev/urandom" % n], id="big")
+        st = a.wait_ended("big", timeout_ms=30000)
+        want = read_file(os.path.join(a.proc_dir(st["bootId"], "big"), "stdout"))
+        s = socket.socket()
+        self.addCleanup(s.close)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        s.settimeout(scaled(30))
+        s.connect(("127.0.0.1", self.shim.port))
+        auth = {"Authorization": "Bearer " + TOKEN}
+        s.sendall(request_bytes("GET", "/v1/processes/big/stdout", headers=auth) +
+                  request_bytes("GET", "/v1/processes/big/stdout?offset=%d" % (n - 4),
+                                headers=auth) +
+                  request_bytes("GET", "/v1/health", headers={"Authorization": "Bearer wrong"}))
+        time.sleep(scaled(0.5))
+        data = []
+        while True:
+            b = s.recv(8192)
+            if not b:
+                break
+            data.append(b)
+            if len(data) % 32 == 0:
+                time.sleep(0.005)
+        rs = strict_responses(b"".join(data))
+        self.assertEqual([r[0] for r in rs], [200, 200, 401])
+        self.assertEqual(hashlib.sha256(rs[0][2]).hexdigest(), hashlib.sha256(want).hexdigest())
+        self.assertEqual(rs[1][2], want[-4:])
+        self.assertEqual(json.loads(rs[2][2])["code"], "unauthorized")
 
     def test_many_concurrent_clients(self):
         results = []
