@@ -686,7 +686,15 @@ http_conn_eof(struct http_conn *c)
 	}
 	c->peer_eof = true;
 	http_conn_watch(c);
-	http_conn_eof_close(c);
+	/*
+	 * Whole requests may still wait in `in` (a resume not yet run):
+	 * the parse answers them, then closes.
+	 */
+	if (c->state == HC_READ && buf_avail(&c->in) > 0) {
+		ev_prepare_start(c->srv->loop, &c->resume);
+		http_kick(c->srv);
+	} else
+		http_conn_eof_close(c);
 }
 
 /*
@@ -720,7 +728,8 @@ http_write_cb(struct ev_loop *loop, ev_io *w, int revents)
 		if (c->state == HC_READ && buf_avail(&c->in) > 0) {
 			ev_prepare_start(loop, &c->resume);
 			http_kick(c->srv);
-		}
+		} else
+			http_conn_eof_close(c);
 		http_conn_watch(c);
 	}
 	if (buf_avail(&c->out) == 0 && c->on_drain != NULL &&
@@ -1739,11 +1748,16 @@ http_stream_sendfile(struct http_conn *c, int fd, uint64_t *off, size_t n)
 		ev_io_start(c->srv->loop, &c->wio);
 		return -1;
 	}
+	if (k == -1) {
+		/* The client is gone, or the file failed: as a write's error. */
+		http_conn_abort(c);
+		return -1;
+	}
 	if (k > 0) {
 		*off = (uint64_t)o;
 		c->last_io = c->last_out = ev_now(c->srv->loop);
 	}
-	if (!c->chunked_out || k == -1)
+	if (!c->chunked_out)
 		return k;
 	/* The file ended inside its chunk: the framing cannot be kept. */
 	if (k == 0) {

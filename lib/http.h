@@ -127,8 +127,8 @@ int	http_stream_write(struct http_conn *, const void *, size_t);
  * bytes and the next ones carry on into it (n cut to what it lacks);
  * nothing else may be written until it is whole.  The bytes sent, 0 at
  * the file's end (HTTP_FRAME_LENGTH), -1: EAGAIN (the socket is full:
- * on_drain follows), or the socket or the file failed (inside a chunk,
- * the connection is aborted).
+ * on_drain follows), or the socket or the file failed (the connection
+ * is aborted; so is it when the file ends inside a chunk).
  */
 ssize_t	http_stream_sendfile(struct http_conn *, int fd, uint64_t *off,
 	    size_t n);

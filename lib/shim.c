@@ -380,15 +380,22 @@ shim_down_len(const struct shim_conn *c)
  * Whether the agent's next bytes go through the pipe: not while the
  * shim looks at them (an upgrade's answer) or adds its own after them
  * (a refusal), and not past bytes still in `down` (the pipe is written
- * first).  The pipe is made the first time.
+ * first).
  */
+static bool
+shim_to_pipe(const struct shim_conn *c)
+{
+	return !c->nopipe && c->down.len == 0 && (c->mode == SHIM_HEAD ||
+	    c->mode == SHIM_BODY || c->mode == SHIM_SPLICE);
+}
+
+/* shim_to_pipe, the pipe made the first time (if it cannot be: no). */
 static bool
 shim_pipe_ok(struct shim_conn *c)
 {
 	int	fds[2], n;
 
-	if (c->nopipe || c->down.len > 0 || (c->mode != SHIM_HEAD &&
-	    c->mode != SHIM_BODY && c->mode != SHIM_SPLICE))
+	if (!shim_to_pipe(c))
 		return false;
 	if (c->pr != -1)
 		return true;
@@ -458,7 +465,8 @@ shim_conn_update(struct shim_conn *c)
 	shim_io_set(c, &c->crd, reading);
 	shim_io_set(c, &c->cwr, shim_down_len(c) > 0);
 	if (c->afd != -1) {
-		shim_io_set(c, &c->ard, !c->a_eof && (c->plen > 0 ?
+		shim_io_set(c, &c->ard, !c->a_eof &&
+		    (shim_to_pipe(c) && c->pr != -1 ?
 		    !c->pfull && c->plen < c->pcap :
 		    io_compact(&c->down) > 0));
 		shim_io_set(c, &c->awr, c->up.len > 0);

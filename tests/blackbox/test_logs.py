@@ -1210,6 +1210,21 @@ class TestRawFromFile(LogCase):
         self.assertNotIn("transfer-encoding", hd)
         self.assertEqual(sha(body), sha(want[1:]))
 
+    def test_reader_gone_mid_stream_is_let_go(self):
+        # It had shut its sending half (nothing is read from it any more),
+        # then it goes with the socket full: the failed sendfile ends the
+        # stream and the follower, at once.
+        a = self.agent()
+        self.ended(a, "big")
+        s = self.live(a, "/v1/processes/big/stdout", accept=None, rcvbuf=4096)
+        s.sock.shutdown(socket.SHUT_WR)
+        s.sock.recv(4096)
+        self.assertEqual(self.metrics(a)["tend_followers"], 1)
+        s.sock.close()
+        s.closed = True
+        gone = poll(lambda: self.metrics(a)["tend_followers"] == 0, 5)
+        self.assertTrue(gone, self.metrics(a))
+
     def test_stuck_reader_of_an_ended_record_is_dropped(self):
         a = self.agent(extra=("--stuck-timeout", "1"))
         self.ended(a, "big")

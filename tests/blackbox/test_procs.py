@@ -3,6 +3,7 @@ Processes): launch, status, list, validation, kill, timeouts, stdin, IDs,
 spawn failures, the records on disk, secrets, restarts and stale boots,
 large output and a full disk."""
 import hashlib
+import base64
 import json
 import os
 import shutil
@@ -794,6 +795,21 @@ class TestEdges(ProcCase):
         self.assertEqual(json.loads(rs[0][2])["state"], "exited")
         self.assertEqual(json.loads(rs[1][2])["id"], "hc")
         self.assertEqual(a.health()["status"], "ok")
+
+    def test_half_closed_client_of_a_big_reply_is_closed_after_it(self):
+        a = self.agent()
+        # The reply (1 MB of output, base64) outgrows the output queue's
+        # mark: the close comes when it has drained, not at the idle timeout.
+        body = json.dumps({"argv": ["head", "-c", "1000000", "/dev/zero"]}).encode()
+        t0 = time.monotonic()
+        out, closed = a.raw(request_bytes("POST", "/v1/exec", body,
+                                          {"Content-Type": "application/json"}),
+                            timeout=scaled(10), shut_wr=True)
+        self.assertTrue(closed, "a half-closed connection stayed open after its reply")
+        self.assertLess(time.monotonic() - t0, scaled(8))
+        (st, _, reply), = strict_responses(out)
+        self.assertEqual(st, 200)
+        self.assertEqual(len(base64.b64decode(json.loads(reply)["stdout"])), 1000000)
 
     def test_status_file_of_a_short_process_is_its_final_one(self):
         a = self.agent()

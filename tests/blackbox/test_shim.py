@@ -360,14 +360,18 @@ class TestShimForwarding(ShimTestCase):
 
     def test_piped_replies_then_the_shims_own_refusal_in_order(self):
         # An ended record's stream comes from its file through the shim's
-        # pipe untouched; a slow client fills the pipe; the replies that
-        # follow on the connection, the agent's and then the shim's own
-        # 401, come after it, in order, each whole.
+        # pipe; the client reads slowly, so the pipe holds bytes when a
+        # request with a bad token arrives.  From then on the agent's bytes
+        # (the rest of the stream, the next reply) queue behind the pipe's,
+        # then the shim's own 401: all in order, each whole.
         a = self.a
-        n = 3 * 1024 * 1024 + 5
+        # More than the buffers on the way hold (the client's, the shim's
+        # TCP send queue, its pipe, the agent's socket).
+        n = 16 * 1024 * 1024 + 5
         a.launch_ok(["sh", "-c", "head -c %d /dev/urandom" % n], id="big")
         st = a.wait_ended("big", timeout_ms=30000)
         want = read_file(os.path.join(a.proc_dir(st["bootId"], "big"), "stdout"))
+        self.assertEqual(len(want), n)
         s = socket.socket()
         self.addCleanup(s.close)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
@@ -376,17 +380,20 @@ class TestShimForwarding(ShimTestCase):
         auth = {"Authorization": "Bearer " + TOKEN}
         s.sendall(request_bytes("GET", "/v1/processes/big/stdout", headers=auth) +
                   request_bytes("GET", "/v1/processes/big/stdout?offset=%d" % (n - 4),
-                                headers=auth) +
-                  request_bytes("GET", "/v1/health", headers={"Authorization": "Bearer wrong"}))
-        time.sleep(scaled(0.5))
+                                headers=auth))
         data = []
+        while sum(map(len, data)) < 100000:
+            data.append(s.recv(8192))
+        time.sleep(scaled(0.5))
+        s.sendall(request_bytes("GET", "/v1/health", headers={"Authorization": "Bearer wrong"}))
+        time.sleep(scaled(0.3))
         while True:
             b = s.recv(8192)
             if not b:
                 break
             data.append(b)
-            if len(data) % 32 == 0:
-                time.sleep(0.005)
+            if len(data) < 200:
+                time.sleep(0.002)
         rs = strict_responses(b"".join(data))
         self.assertEqual([r[0] for r in rs], [200, 200, 401])
         self.assertEqual(hashlib.sha256(rs[0][2]).hexdigest(), hashlib.sha256(want).hexdigest())
