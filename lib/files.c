@@ -950,13 +950,15 @@ files_put_write(struct files_put *p, const void *d, size_t n)
 	p->off += n;
 	p->unflushed += n;
 	/*
-	 * Start writeback as the file grows, without waiting for it: the
-	 * fsync at commit then finds little left to do, and the page cache
-	 * never holds a whole upload dirty.
+	 * To stable storage every FILES_PUT_FLUSH bytes: each wait is for
+	 * that much, and so is the fsync at commit.  The fsync of a whole
+	 * upload held the loop for as long as the disk took to make it all
+	 * stable: 350-400 ms for 256 MiB on a disk whose cache takes writes
+	 * at once (writeback started along the way did not help there:
+	 * the cache's flush at the fsync was the cost).
 	 */
 	if (!(p->flags & FILES_PUT_APPEND) && p->unflushed >= FILES_PUT_FLUSH) {
-		(void)sync_file_range(p->fd, (off_t)(p->off - p->unflushed),
-		    (off_t)p->unflushed, SYNC_FILE_RANGE_WRITE);
+		(void)fdatasync(p->fd);
 		p->unflushed = 0;
 	}
 	return 0;

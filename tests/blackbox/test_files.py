@@ -579,6 +579,11 @@ class TestBig(FilesCase):
                 piece = i.to_bytes(4, "big") + block[4:]
                 h.update(piece)
                 f.write(piece)
+            # On the disk before the upload: the writeback of this test's
+            # own gigabyte would throttle every writer of a slow disk, the
+            # agent's too (a 64 KiB write held 0.65 s here).
+            f.flush()
+            os.fsync(f.fileno())
         want = h.hexdigest()
         # Warm up: code paths and buffers touched once before measuring.
         self.put(self.p("warm"), os.urandom(4 * MiB))
