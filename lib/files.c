@@ -17,9 +17,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "child.h"
 #include "codec.h"
 #include "files.h"
 #include "fsutil.h"
+#include "spawn.h"
 #include "tunables.h"
 
 /* One of tend's temp files (files.h, files_tmp_state). */
@@ -942,6 +944,51 @@ fail:
 	return -1;
 }
 
+static void
+files_flushed(pid_t pid, int wstatus, void *arg)
+{
+	struct files_put	*p = arg;
+
+	(void)pid;
+	(void)wstatus;
+	p->flusher = 0;
+}
+
+/*
+ * What is written so far, to stable storage, every FILES_PUT_FLUSH bytes:
+ * the fsync at commit then has at most that much left, and holds the
+ * loop no longer.  (The fsync of a whole upload held it as long as the
+ * disk took to make all of it stable: 350-400 ms for 256 MiB on a disk
+ * whose cache takes writes at once; writeback started along the way did
+ * not help, the cache's flush was the cost.)  A child does it, so that
+ * the loop neither waits nor stops taking the upload meanwhile.  While
+ * one still works the next waits, up to FILES_PUT_BEHIND bytes not yet
+ * flushed; past that, or when no child can be forked, the loop does it
+ * itself.  True when a flush was made or begun.
+ */
+static bool
+files_put_flush(struct files_put *p)
+{
+	pid_t	pid;
+	int	keep = p->fd;
+
+	if (p->flusher != 0 && p->unflushed < FILES_PUT_BEHIND)
+		return false;
+	if (p->flusher == 0 && (pid = fork()) != -1) {
+		if (pid == 0) {
+			/* No pipe or socket of the agent may live on in it. */
+			spawn_close_except(&keep, 1);
+			_exit(fdatasync(keep) == 0 ? 0 : 1);
+		}
+		if (child_watch(pid, files_flushed, p) == 0) {
+			p->flusher = pid;
+			return true;
+		}
+	}
+	(void)fdatasync(p->fd);
+	return true;
+}
+
 int
 files_put_write(struct files_put *p, const void *d, size_t n)
 {
@@ -949,18 +996,9 @@ files_put_write(struct files_put *p, const void *d, size_t n)
 		return -1;
 	p->off += n;
 	p->unflushed += n;
-	/*
-	 * To stable storage every FILES_PUT_FLUSH bytes: each wait is for
-	 * that much, and so is the fsync at commit.  The fsync of a whole
-	 * upload held the loop for as long as the disk took to make it all
-	 * stable: 350-400 ms for 256 MiB on a disk whose cache takes writes
-	 * at once (writeback started along the way did not help there:
-	 * the cache's flush at the fsync was the cost).
-	 */
-	if (!(p->flags & FILES_PUT_APPEND) && p->unflushed >= FILES_PUT_FLUSH) {
-		(void)fdatasync(p->fd);
+	if (!(p->flags & FILES_PUT_APPEND) && p->unflushed >= FILES_PUT_FLUSH &&
+	    files_put_flush(p))
 		p->unflushed = 0;
-	}
 	return 0;
 }
 
@@ -1007,6 +1045,10 @@ files_put_abort(struct files_put *p)
 {
 	int	saved = errno;
 
+	/* A flush still at work finishes alone. */
+	if (p->flusher != 0)
+		child_unwatch(p->flusher);
+	p->flusher = 0;
 	if (p->fd != -1)
 		close(p->fd);
 	if (p->tmp[0] != '\0' && p->dirfd != -1) {

@@ -175,7 +175,8 @@ struct files_put {
 	int	 fd;		/* the temp file (the file itself: append) */
 	int	 flags;
 	bool	 created;	/* append: the file was made by begin */
-	uint64_t unflushed;	/* bytes since the last writeback start */
+	uint64_t unflushed;	/* bytes since the last flush */
+	pid_t	 flusher;	/* the child making them stable, or 0 */
 	uint64_t off;
 	char	 name[NAME_MAX + 1];
 	char	 tmp[NAME_MAX + 1];

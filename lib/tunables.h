@@ -97,7 +97,8 @@
 #define FILES_LIST_MAX		10000		/* entries in one listing */
 #define FILES_LIST_DEPTH_MAX	32		/* ?depth= */
 #define FILES_TMP_TRIES		16		/* names tried for a PUT's temp file */
-#define FILES_PUT_FLUSH		(8 * 1024 * 1024)	/* start writeback every this many bytes */
+#define FILES_PUT_FLUSH		(16 * 1024 * 1024)	/* an upload made stable every this many bytes */
+#define FILES_PUT_BEHIND	(4 * FILES_PUT_FLUSH)	/* not stable yet: the loop flushes */
 #define FILES_IO_CHUNK		(64 * 1024)	/* one read of a file or tar pipe */
 #define FILES_PUMP_BYTES	(256 * 1024)	/* one transfer's share of a callback */
 #define FILES_EXCLUDES_MAX	256		/* persist ?excludes= entries */

@@ -568,6 +568,50 @@ START_TEST(put_abort_keeps_old)
 }
 END_TEST
 
+/*
+ * Past FILES_PUT_FLUSH bytes a child makes the upload stable (fdatasync)
+ * while the writes go on; while it works, writes do not wait for it
+ * until FILES_PUT_BEHIND is not stable, then the caller flushes itself.
+ * The file is whole at commit, and a child still at work when the
+ * upload ends is left to finish.
+ */
+START_TEST(put_flushed_by_a_child)
+{
+	static char		 chunk[1024 * 1024];
+	struct files_put	 p;
+	bool			 created;
+	size_t			 i, n = (FILES_PUT_FLUSH + FILES_PUT_BEHIND) /
+				    sizeof(chunk) + 4;
+	pid_t			 first;
+	int			 st, fd;
+	struct stat		 sb;
+
+	memset(chunk, 'q', sizeof(chunk));
+	ck_assert_int_eq(files_put_begin(&p, &root, "big", 0,
+	    FILES_MODE_KEEP), 0);
+	for (i = 0; i < FILES_PUT_FLUSH / sizeof(chunk); i++)
+		ck_assert_int_eq(files_put_write(&p, chunk, sizeof(chunk)), 0);
+	ck_assert_int_gt(first = p.flusher, 0);
+	/*
+	 * Nobody reaps here: the child looks busy, the writes go on, and
+	 * at FILES_PUT_BEHIND behind the caller flushes.
+	 */
+	for (; i < n; i++)
+		ck_assert_int_eq(files_put_write(&p, chunk, sizeof(chunk)), 0);
+	ck_assert_int_eq(p.flusher, first);
+	ck_assert_uint_lt(p.unflushed, FILES_PUT_BEHIND);
+	ck_assert_int_eq(waitpid(first, &st, 0), first);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert_int_eq(files_put_commit(&p, &created), 0);
+	ck_assert(created);
+	ck_assert_int_eq(p.flusher, 0);
+	ck_assert_int_ge(fd = openat(base, "root/big", O_RDONLY | O_CLOEXEC), 0);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	ck_assert_int_eq(sb.st_size, (off_t)(n * sizeof(chunk)));
+	close(fd);
+}
+END_TEST
+
 START_TEST(put_full_disk)
 {
 	struct files_put	 p;
@@ -1139,6 +1183,7 @@ files_suite(void)
 	tcase_add_test(tc, put_created_replaced);
 	tcase_add_test(tc, put_rules);
 	tcase_add_test(tc, put_abort_keeps_old);
+	tcase_add_test(tc, put_flushed_by_a_child);
 	tcase_add_test(tc, put_full_disk);
 	tcase_add_test(tc, put_file_too_big);
 	tcase_add_test(tc, put_atomic_for_readers);
