@@ -4,11 +4,13 @@
  */
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -950,8 +952,9 @@ files_flushed(pid_t pid, int wstatus, void *arg)
 	struct files_put	*p = arg;
 
 	(void)pid;
-	(void)wstatus;
 	p->flusher = 0;
+	if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0)
+		p->flusherr = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : EIO;
 }
 
 /*
@@ -965,12 +968,19 @@ files_flushed(pid_t pid, int wstatus, void *arg)
  * one still works the next waits, up to FILES_PUT_BEHIND bytes not yet
  * flushed; past that, or when no child can be forked, the loop does it
  * itself.  True when a flush was made or begun.
+ *
+ * A write-back error is told once to each open file that syncs: the
+ * child syncs through a file of its own (reopened through /proc), so
+ * that the fsync at commit still hears of it; its exit status (errno)
+ * and the loop's own flush are kept in flusherr, which fails the
+ * commit as well.
  */
 static bool
 files_put_flush(struct files_put *p)
 {
+	char	path[32];
 	pid_t	pid;
-	int	keep = p->fd;
+	int	keep = p->fd, fd;
 
 	if (p->flusher != 0 && p->unflushed < FILES_PUT_BEHIND)
 		return false;
@@ -978,14 +988,21 @@ files_put_flush(struct files_put *p)
 		if (pid == 0) {
 			/* No pipe or socket of the agent may live on in it. */
 			spawn_close_except(&keep, 1);
-			_exit(fdatasync(keep) == 0 ? 0 : 1);
+			snprintf(path, sizeof(path), "/proc/self/fd/%d", keep);
+			if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+				fd = keep;
+			_exit(fdatasync(fd) == 0 ? 0 : errno > 0 && errno < 256 ?
+			    errno : EIO);
 		}
 		if (child_watch(pid, files_flushed, p) == 0) {
 			p->flusher = pid;
 			return true;
 		}
+		/* Nobody would hear of it: it goes (reaped as an orphan). */
+		(void)kill(pid, SIGKILL);
 	}
-	(void)fdatasync(p->fd);
+	if (fdatasync(p->fd) == -1 && p->flusherr == 0)
+		p->flusherr = errno;
 	return true;
 }
 
@@ -1008,7 +1025,12 @@ files_put_commit(struct files_put *p, bool *created)
 	int	fd = p->fd, saved, rc;
 
 	p->fd = -1;
-	if (fsync(fd) == -1) {
+	rc = fsync(fd);
+	if (rc == 0 && p->flusherr != 0) {
+		errno = p->flusherr;	/* a flush along the way failed */
+		rc = -1;
+	}
+	if (rc == -1) {
 		files_close(fd);
 		goto fail;
 	}

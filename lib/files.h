@@ -177,6 +177,7 @@ struct files_put {
 	bool	 created;	/* append: the file was made by begin */
 	uint64_t unflushed;	/* bytes since the last flush */
 	pid_t	 flusher;	/* the child making them stable, or 0 */
+	int	 flusherr;	/* a flush failed: errno, the commit fails */
 	uint64_t off;
 	char	 name[NAME_MAX + 1];
 	char	 tmp[NAME_MAX + 1];

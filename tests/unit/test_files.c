@@ -25,6 +25,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "child.h"
 #include "files.h"
 #include "testutil.h"
 #include "tunables.h"
@@ -572,42 +573,74 @@ END_TEST
  * Past FILES_PUT_FLUSH bytes a child makes the upload stable (fdatasync)
  * while the writes go on; while it works, writes do not wait for it
  * until FILES_PUT_BEHIND is not stable, then the caller flushes itself.
- * The file is whole at commit, and a child still at work when the
- * upload ends is left to finish.
+ * Once reaped (the reap loop's offer, made here by hand) the next range
+ * gets a child of its own; a child that failed fails the commit, which
+ * leaves the old file.  The file is whole at a commit that succeeds.
  */
+static void
+put_mib(struct files_put *p, size_t n)
+{
+	static char	chunk[1024 * 1024];
+	size_t		i;
+
+	memset(chunk, 'q', sizeof(chunk));
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(files_put_write(p, chunk, sizeof(chunk)), 0);
+}
+
 START_TEST(put_flushed_by_a_child)
 {
-	static char		 chunk[1024 * 1024];
 	struct files_put	 p;
 	bool			 created;
-	size_t			 i, n = (FILES_PUT_FLUSH + FILES_PUT_BEHIND) /
-				    sizeof(chunk) + 4;
-	pid_t			 first;
+	size_t			 mib = 1024 * 1024;
+	pid_t			 first, second;
 	int			 st, fd;
 	struct stat		 sb;
 
-	memset(chunk, 'q', sizeof(chunk));
 	ck_assert_int_eq(files_put_begin(&p, &root, "big", 0,
 	    FILES_MODE_KEEP), 0);
-	for (i = 0; i < FILES_PUT_FLUSH / sizeof(chunk); i++)
-		ck_assert_int_eq(files_put_write(&p, chunk, sizeof(chunk)), 0);
+	put_mib(&p, FILES_PUT_FLUSH / mib);
 	ck_assert_int_gt(first = p.flusher, 0);
-	/*
-	 * Nobody reaps here: the child looks busy, the writes go on, and
-	 * at FILES_PUT_BEHIND behind the caller flushes.
-	 */
-	for (; i < n; i++)
-		ck_assert_int_eq(files_put_write(&p, chunk, sizeof(chunk)), 0);
+	/* Nobody reaps yet: the child looks busy and the writes go on... */
+	put_mib(&p, FILES_PUT_BEHIND / mib - 1);
+	ck_assert_uint_eq(p.unflushed, FILES_PUT_BEHIND - mib);
+	/* ...until FILES_PUT_BEHIND is unflushed: the caller flushes. */
+	put_mib(&p, 1);
+	ck_assert_uint_eq(p.unflushed, 0);
 	ck_assert_int_eq(p.flusher, first);
-	ck_assert_uint_lt(p.unflushed, FILES_PUT_BEHIND);
 	ck_assert_int_eq(waitpid(first, &st, 0), first);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert(child_reaped(first, st));
+	ck_assert_int_eq(p.flusher, 0);
+	put_mib(&p, FILES_PUT_FLUSH / mib);
+	ck_assert_int_gt(second = p.flusher, 0);
+	ck_assert_int_ne(second, first);
+	ck_assert_int_eq(waitpid(second, &st, 0), second);
+	ck_assert(child_reaped(second, st));
 	ck_assert_int_eq(files_put_commit(&p, &created), 0);
 	ck_assert(created);
-	ck_assert_int_eq(p.flusher, 0);
 	ck_assert_int_ge(fd = openat(base, "root/big", O_RDONLY | O_CLOEXEC), 0);
 	ck_assert_int_eq(fstat(fd, &sb), 0);
-	ck_assert_int_eq(sb.st_size, (off_t)(n * sizeof(chunk)));
+	ck_assert_int_eq(sb.st_size,
+	    (off_t)(2 * FILES_PUT_FLUSH + FILES_PUT_BEHIND));
+	close(fd);
+
+	/* A flush that failed (its exit status says EIO): no commit. */
+	ck_assert_int_eq(files_put_begin(&p, &root, "big", 0,
+	    FILES_MODE_KEEP), 0);
+	put_mib(&p, FILES_PUT_FLUSH / mib);
+	ck_assert_int_gt(first = p.flusher, 0);
+	ck_assert_int_eq(waitpid(first, &st, 0), first);
+	ck_assert(child_reaped(first, EIO << 8));
+	ck_assert_int_eq(files_put_commit(&p, &created), -1);
+	ck_assert_int_eq(errno, EIO);
+	fd = openat(base, "root", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_eq(temps_in(fd), 0);
+	close(fd);
+	ck_assert_int_ge(fd = openat(base, "root/big", O_RDONLY | O_CLOEXEC), 0);
+	ck_assert_int_eq(fstat(fd, &sb), 0);
+	ck_assert_int_eq(sb.st_size,
+	    (off_t)(2 * FILES_PUT_FLUSH + FILES_PUT_BEHIND));
 	close(fd);
 }
 END_TEST
