@@ -734,6 +734,17 @@ shim_head(struct shim_conn *c, size_t n)
 		    NULL);
 		return 0;
 	}
+	/*
+	 * The agent would answer it 400 and close: what was sent after it
+	 * would get no reply, and an answer of the shim's own to a later
+	 * request would be taken for theirs.  Refused here, it ends the
+	 * connection in order.
+	 */
+	if (c->parser.http_major != 1 || c->parser.http_minor > 1) {
+		shim_refuse(c, 400, "bad_request",
+		    "unsupported HTTP version: only HTTP/1.0 and 1.1", NULL);
+		return 0;
+	}
 	open = c->parser.method == HTTP_GET && (strncmp(h, "GET /health ",
 	    12) == 0 || strncmp(h, "GET /health?", 12) == 0);
 	c->upgrade = c->parser.upgrade;

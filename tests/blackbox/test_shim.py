@@ -184,6 +184,21 @@ class TestShimAuth(ShimTestCase):
         s.close()
         return out
 
+    def test_http09_request_is_refused_by_the_shim_in_order(self):
+        # The agent answers a request of no version 400 and closes: the
+        # requests behind it would go unanswered, and a 401 of the shim's
+        # for a later one would be read as theirs.  The shim refuses it
+        # itself, after the first reply, and that is the end.
+        tok = b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+        data = self.raw(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + tok + b"\r\n"
+                        b"GET /v1/hea\n" + tok + b"\r\n"
+                        b"HEAD /v1/health HTTP/1.1\r\nHost: x\r\n" + tok + b"\r\n"
+                        b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        rs = strict_responses(data)
+        self.assertEqual([r[0] for r in rs], [200, 400], data)
+        self.assertEqual(json.loads(rs[1][2])["code"], "bad_request")
+        self.assertIn("version", json.loads(rs[1][2])["error"])
+
     def test_request_smuggled_after_a_bare_cr_is_refused(self):
         # http_parser (not strict) takes any byte after the empty line's CR
         # for its LF: to the agent these are two requests, the second one
