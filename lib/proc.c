@@ -87,6 +87,7 @@ static void	proc_trim_exited(struct proctab *);
 static void	proc_trim_cb(struct ev_loop *, ev_prepare *, int);
 static void	proc_sync_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_first_status_cb(struct ev_loop *, ev_timer *, int);
+static bool	proctab_spare_due(struct proctab *);
 static void	proctab_spare_soon(struct proctab *);
 static void	proctab_spare_cb(struct ev_loop *, ev_idle *, int);
 static void	proc_sweep_cb(struct ev_loop *, ev_timer *, int);
@@ -157,6 +158,7 @@ proctab_free(struct proctab *t)
 	ev_timer_stop(t->loop, &t->retry);
 	ev_idle_stop(t->loop, &t->spare);
 	record_spare_drop(&t->recs);
+	record_pool_drop(&t->recs);
 	(void)syncfs(proctab_syncfd(t));
 	proctab_set_procsfd(t, -1);
 	if (t->devnull != -1)
@@ -980,16 +982,32 @@ proc_first_status_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /*
- * The spare directory (record_spare_make) is made when the loop has
- * nothing else to do, one create at a time, after a status write: by
- * then the launch that took the last one has replied (a short exec has
- * ended), so that its creates are on nobody's request path — not while
- * a child that was just launched may be about to exit and be replied to.
+ * Records' directories are made ahead, off the request path, after a
+ * status write: by then the launch that took the last one has replied
+ * (a short exec has ended) — not while a child that was just launched
+ * may be about to exit and be replied to.  A child of the agent makes
+ * them (record_pool_fill), so that their creates are on no loop at all;
+ * the fork is the loop's, once per RECORD_POOL launches.  While no
+ * child can, the loop makes the spare when it has nothing else to do,
+ * one create at a time (record_spare_make).
  */
+static bool
+proctab_spare_due(struct proctab *t)
+{
+	switch (record_pool_want(&t->recs, ev_now(t->loop))) {
+	case 1:
+		return true;
+	case 0:
+		return false;
+	default:
+		return !record_spare_ready(&t->recs);
+	}
+}
+
 static void
 proctab_spare_soon(struct proctab *t)
 {
-	if (!record_spare_ready(&t->recs) && !ev_is_active(&t->spare))
+	if (proctab_spare_due(t) && !ev_is_active(&t->spare))
 		ev_idle_start(t->loop, &t->spare);
 }
 
@@ -999,6 +1017,18 @@ proctab_spare_cb(struct ev_loop *loop, ev_idle *w, int revents)
 	struct proctab	*t = container_of(w, struct proctab, spare);
 
 	(void)revents;
+	switch (record_pool_want(&t->recs, ev_now(loop))) {
+	case 1:
+		if (record_pool_fill(&t->recs, ev_now(loop)) == 0) {
+			ev_idle_stop(loop, w);
+			return;
+		}
+		log_warn("event=spares_failed");
+		break;
+	case 0:
+		ev_idle_stop(loop, w);
+		return;
+	}
 	/* None made: the next launch makes its directory itself. */
 	if (record_spare_make(&t->recs) != 1)
 		ev_idle_stop(loop, w);
@@ -1181,6 +1211,10 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 
 	if (pid == t->sync_pid) {
 		t->sync_pid = 0;
+		return;
+	}
+	if (record_pool_reaped(&t->recs, pid, wstatus, ev_now(t->loop))) {
+		proctab_spare_soon(t);
 		return;
 	}
 	for (p = *proc_pid_bucket(t, pid); p != NULL; p = p->pidnext)

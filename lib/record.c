@@ -9,12 +9,15 @@
  * the read-only open of an earlier boot's record, marking lost records,
  * and the syncfs child.  What a status says is its owner's (proc).
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,8 @@
 #define RECORD_META	"meta.json"
 #define RECORD_STATUS	"status.json"
 #define RECORD_SPARE	".spare"	/* in the boot's directory */
+#define RECORD_POOLDIR	".spares"	/* beside it: struct record_pool */
+#define RECORD_POOLNEW	"new"		/* in it, the child's */
 
 static const char *const record_streams[LS_NSTREAMS] = { "stdout", "stderr" };
 static const char *const record_term_streams[1] = { "output" };
@@ -53,6 +58,10 @@ static int	record_dir(struct record *);
 static void	record_dir_done(struct record *, int);
 static int	record_mkdir(struct record *);
 static int	record_spare_take(struct record *);
+static int	record_pool_take(struct record *);
+static int	record_pool_open(struct record_pool *, int);
+static int	record_pool_make(struct record_pool *, unsigned, unsigned);
+static void	record_pool_close(struct record_pool *);
 static void	record_spare_close(struct record_spare *);
 static void	record_tmp_drop(struct record *, bool *, const char *);
 static int	record_spare_recycle(struct record *);
@@ -138,7 +147,8 @@ record_mkdir(struct record *r)
 	struct record_dir	*d = r->dir;
 	int			 fd;
 
-	if ((fd = record_spare_take(r)) != -1)
+	if ((fd = record_spare_take(r)) != -1 ||
+	    (fd = record_pool_take(r)) != -1)
 		return fd;
 	fd = fsutil_opendirs(d->fd, r->id);
 	if (fd == -1 && errno == ENOENT && d->remake != NULL &&
@@ -538,6 +548,186 @@ record_spare_take(struct record *r)
 	s->dirfd = -1;
 	record_spare_close(s);
 	return fd;
+}
+
+/* ------------------------------------------------------------------ */
+/* The pool: directories made ahead by a child */
+
+int
+record_pool_want(const struct record_dir *d, double now)
+{
+	const struct record_pool *q = &d->pool;
+
+	if (q->off || d->fd == -1 || d->kind != RECORD_PROC || now < q->again)
+		return -1;
+	return q->pid == 0 && q->end - q->next <= RECORD_POOL_LOW;
+}
+
+/*
+ * The next one, renamed to the record's ID without replacing: its fd,
+ * the record taking its temps; -1 when there is none (a taken name, as
+ * for the spare, is left to the usual way, which refuses it).
+ */
+static int
+record_pool_take(struct record *r)
+{
+	struct record_dir	*d = r->dir;
+	struct record_pool	*q = &d->pool;
+	char			 name[16];
+	int			 fd;
+
+	if (!q->made || q->off || q->next == q->end)
+		return -1;
+	snprintf(name, sizeof(name), "%u", q->next);
+	if ((fd = fsutil_open(q->fd, name, O_RDONLY | O_DIRECTORY, 0)) == -1) {
+		/* Not made yet, or never: its child stopped short. */
+		if (q->pid == 0)
+			q->next = q->end;
+		return -1;
+	}
+	if (renameat2(q->fd, name, d->fd, r->id, RENAME_NOREPLACE) == -1) {
+		if (errno == EINVAL || errno == ENOSYS || errno == EPERM)
+			q->off = true;
+		close(fd);
+		return -1;
+	}
+	q->next++;
+	r->metatmp = r->statustmp = true;
+	return fd;
+}
+
+/* .spares and .spares/new made anew under the boot's directory (pfd). */
+static int
+record_pool_open(struct record_pool *q, int pfd)
+{
+	int	err;
+
+	if ((mkdirat(pfd, RECORD_POOLDIR, 0700) == -1 && (errno != EEXIST ||
+	    fsutil_rmtree(pfd, RECORD_POOLDIR) == -1 ||
+	    mkdirat(pfd, RECORD_POOLDIR, 0700) == -1)) ||
+	    (q->fd = fsutil_open(pfd, RECORD_POOLDIR, O_RDONLY | O_DIRECTORY,
+	    0)) == -1)
+		return -1;
+	if (mkdirat(q->fd, RECORD_POOLNEW, 0700) == -1 ||
+	    (q->newfd = fsutil_open(q->fd, RECORD_POOLNEW, O_RDONLY |
+	    O_DIRECTORY, 0)) == -1) {
+		err = errno;
+		close(q->fd);
+		errno = err;
+		return -1;
+	}
+	q->made = true;
+	return 0;
+}
+
+int
+record_pool_fill(struct record_dir *d, double now)
+{
+	struct record_pool	*q = &d->pool;
+	pid_t			 pid;
+	int			 pfd, rc, keep[2];
+
+	if (!q->made) {
+		if ((pfd = openat(d->fd, "..", O_RDONLY | O_DIRECTORY |
+		    O_CLOEXEC)) == -1)
+			goto fail;
+		rc = record_pool_open(q, pfd);
+		close(pfd);
+		if (rc == -1)
+			goto fail;
+	}
+	if ((pid = fork()) == -1)
+		goto fail;
+	if (pid == 0) {
+		/* No pipe or socket of the agent may live on in it. */
+		keep[0] = q->fd;
+		keep[1] = q->newfd;
+		spawn_close_except(keep, 2);
+		(void)setpriority(PRIO_PROCESS, 0, RECORD_POOL_NICE);
+		_exit(record_pool_make(q, q->end, RECORD_POOL));
+	}
+	q->pid = pid;
+	q->end += RECORD_POOL;
+	return 0;
+fail:
+	q->again = now + RECORD_POOL_RETRY;
+	return -1;
+}
+
+/*
+ * The child's work: n directories from the name from on, each whole in
+ * new/ before it is renamed into the pool.  0, or an errno (the exit
+ * status).
+ */
+static int
+record_pool_make(struct record_pool *q, unsigned from, unsigned n)
+{
+	char		name[16];
+	unsigned	i;
+	int		fd, rc;
+
+	for (i = from; i != from + n; i++) {
+		snprintf(name, sizeof(name), "%u", i);
+		if (mkdirat(q->newfd, name, 0700) == -1 ||
+		    (fd = fsutil_open(q->newfd, name, O_RDONLY | O_DIRECTORY,
+		    0)) == -1)
+			return errno;
+		rc = fsutil_tmp_make(fd, RECORD_META) == -1 ||
+		    fsutil_tmp_make(fd, RECORD_STATUS) == -1 ||
+		    renameat(q->newfd, name, q->fd, name) == -1 ? errno : 0;
+		close(fd);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+bool
+record_pool_reaped(struct record_dir *d, pid_t pid, int wstatus, double now)
+{
+	struct record_pool	*q = &d->pool;
+
+	if (pid <= 0 || pid != q->pid)
+		return false;
+	q->pid = 0;
+	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+		return true;
+	/* .spares made anew at the next fill: it may be what failed. */
+	log_warnx("event=spares_failed err=\"%s\"", WIFEXITED(wstatus) ?
+	    strerror(WEXITSTATUS(wstatus)) : "killed");
+	q->again = now + RECORD_POOL_RETRY;
+	record_pool_close(q);
+	return true;
+}
+
+static void
+record_pool_close(struct record_pool *q)
+{
+	if (!q->made)
+		return;
+	close(q->newfd);
+	close(q->fd);
+	q->made = false;
+	q->next = q->end;
+}
+
+void
+record_pool_drop(struct record_dir *d)
+{
+	struct record_pool	*q = &d->pool;
+	int			 pfd;
+
+	if (q->pid > 0)
+		(void)kill(q->pid, SIGKILL);
+	q->pid = 0;
+	if (!q->made)
+		return;
+	if ((pfd = openat(q->fd, "..", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) != -1) {
+		(void)fsutil_rmtree(pfd, RECORD_POOLDIR);
+		close(pfd);
+	}
+	record_pool_close(q);
 }
 
 /* ------------------------------------------------------------------ */

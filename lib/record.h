@@ -40,6 +40,26 @@ struct record_spare {
 	int	 dirfd;		/* the spare, while made */
 };
 
+/*
+ * Records' directories made ahead by a child of the agent, off its loop
+ * (record_pool_fill): boots/<boot>/.spares/<n>, n counting up over the
+ * boot, each with meta.json's and status.json's temps made, empty.  The
+ * child makes each in .spares/new and renames it whole, so that a launch
+ * takes a complete one or none, and a launch's rename out of .spares
+ * never waits for a create in it.  It makes them in order: the first
+ * one missing after it ended is the end of what it made.
+ */
+struct record_pool {
+	bool	 made;		/* fd and newfd are open; false in a zeroed
+				   record_dir */
+	bool	 off;		/* the file system cannot rename them */
+	int	 fd, newfd;	/* .spares and .spares/new, while made */
+	unsigned next;		/* the name the next launch takes */
+	unsigned end;		/* one past the last name asked of a child */
+	pid_t	 pid;		/* the child making them, or 0 */
+	double	 again;		/* a child failed: none before this time */
+};
+
 /* A boot's records directory, as its owner (the table) holds it. */
 struct record_dir {
 	int	 fd;		/* boots/<boot>/procs, or -1 while it cannot
@@ -50,6 +70,7 @@ struct record_dir {
 	int	(*remake)(struct record_dir *);
 	enum record_kind kind;	/* 0: processes */
 	struct record_spare spare;	/* record_spare_make */
+	struct record_pool pool;	/* record_pool_fill */
 };
 
 /* One record's files, for its live process. */
@@ -124,6 +145,26 @@ int	record_spare_make(struct record_dir *);
 bool	record_spare_ready(const struct record_dir *);
 /* Remove the spare, if any (shutdown, or its rename failed). */
 void	record_spare_drop(struct record_dir *);
+
+/*
+ * The pool (struct record_pool) as the next turn of the loop finds it
+ * at time now: 1 when a child should fill it (RECORD_POOL_LOW or fewer
+ * left, none working), 0 when it serves as it is, -1 when it cannot
+ * (the file system, a child failed less than RECORD_POOL_RETRY ago):
+ * then the spare is made on the loop, as before there was a pool.
+ */
+int	record_pool_want(const struct record_dir *, double now);
+/*
+ * Fork the child that makes RECORD_POOL more; its owner hands its exit
+ * to record_pool_reaped.  0, or -1 and errno (none before
+ * RECORD_POOL_RETRY then).
+ */
+int	record_pool_fill(struct record_dir *, double now);
+/* pid was the pool's child: taken (true), its failure noted. */
+bool	record_pool_reaped(struct record_dir *, pid_t, int wstatus,
+	    double now);
+/* Kill its child (not waited for), remove .spares (a clean stop). */
+void	record_pool_drop(struct record_dir *);
 
 /* ------------------------------------------------------------------ */
 /* Earlier boots' records, by name under their procs directory */

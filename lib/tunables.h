@@ -159,6 +159,10 @@
 #define TERM_KEEP_ENDED		256	/* ended terminals kept per boot */
 
 /* The record on disk (lib/record.c). */
+#define RECORD_POOL		32	/* records' directories a child makes */
+#define RECORD_POOL_LOW		16	/* left in the pool: the next child */
+#define RECORD_POOL_RETRY	10.0	/* s, after a child that failed */
+#define RECORD_POOL_NICE	10	/* the child's, behind the launches */
 #define RECORD_READ_MAX		(1024 * 1024)	/* meta.json, status.json */
 #define BOOT_READ_MAX		4096		/* an earlier boot's boot.json */
 

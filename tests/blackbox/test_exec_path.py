@@ -1,10 +1,13 @@
-"""The launch path's files (issue 14, the exec figure): a record's
-directory and the temps of its meta.json and status.json are made ahead,
-while the agent is idle, as boots/<boot>/.spare; a launch renames it to
-procs/<id> and creates nothing itself.  What must hold: each record's files are its
-own and whole, the spare is never taken for a record (not listed, not
-marked lost, removed at a clean stop), and a launch without a spare (a
-planted name, the procs directory gone) still works.
+"""The launch path's files (issue 14, the exec figure): records'
+directories, with the temps of their meta.json and status.json, are made
+ahead by a child of the agent as boots/<boot>/.spares/<n>; a launch
+renames the next one to procs/<id> and creates nothing itself.  A record
+removed becomes boots/<boot>/.spare, which the next launch takes first;
+while no child can make the pool, the loop makes .spare itself.  What
+must hold: each record's files are its own and whole, a spare is never
+taken for a record (not listed, not marked lost, removed at a clean
+stop), and a launch without one (a planted name, the procs directory
+gone, the pool's child failing) still works.
 """
 import json
 import os
@@ -43,12 +46,37 @@ class SpareCase(AgentTestCase):
         return os.stat(d).st_ino, [os.stat(os.path.join(d, n)).st_ino for n in names]
 
 
+    def pool(self, a, boot):
+        return os.path.join(a.boot_dir(boot), ".spares")
+
+    def pool_names(self, a, boot):
+        try:
+            return sorted(int(n) for n in os.listdir(self.pool(a, boot)) if n.isdigit())
+        except OSError:
+            return []
+
+    def pool_full(self, a, boot):
+        """The first child's 32 directories, all made."""
+        self.assertTrue(poll(lambda: self.pool_names(a, boot) == list(range(32)), 5),
+                        self.pool_names(a, boot))
+
+    def pool_next(self, a, boot):
+        """The pool's next directory, whole; its and its temps' inodes."""
+        self.assertTrue(poll(lambda: self.pool_names(a, boot), 5), "no pool")
+        d = os.path.join(self.pool(a, boot), str(self.pool_names(a, boot)[0]))
+        names = ("meta.json.tmp", "status.json.tmp")
+        self.assertEqual(sorted(os.listdir(d)), list(names), d)
+        for n in names:
+            self.assertEqual(os.stat(os.path.join(d, n)).st_size, 0, n)
+        return os.stat(d).st_ino, [os.stat(os.path.join(d, n)).st_ino for n in names]
+
+
 class TestSpare(SpareCase):
 
-    def test_launch_takes_the_spare_made_ahead(self):
+    def test_launch_takes_the_pools_next_directory(self):
         a = self.agent()
         boot = a.health()["bootId"]
-        dino, (mino, sino) = self.spare_whole(a, boot)
+        dino, (mino, sino) = self.pool_next(a, boot)
         r = a.post("/v1/exec", {"argv": ["echo", "one"], "id": "one"})
         self.assertEqual(r.status, 200, r)
         d = a.proc_dir(boot, "one")
@@ -63,9 +91,34 @@ class TestSpare(SpareCase):
         self.assertEqual((st["id"], st["state"], st["exit"]["code"]), ("one", "exited", 0), st)
         self.assertEqual(read_file(os.path.join(d, "stdout")), b"one\n")
         self.assertEqual(sorted(os.listdir(d)), ["index", "meta.json", "status.json", "stdout"])
-        # A new spare follows, with new inodes.
-        dino2, _ = self.spare_whole(a, boot)
+        # The next launch takes the next one.
+        dino2, _ = self.pool_next(a, boot)
         self.assertNotEqual(dino2, dino)
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "two"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(os.stat(a.proc_dir(boot, "two")).st_ino, dino2)
+        # Made by a child of the agent, not a process of its table.
+        self.assertEqual(sorted(p["id"] for p in a.get("/v1/processes").json), ["one", "two"])
+        self.assertFalse(os.path.lexists(os.path.join(a.boot_dir(boot), ".spare")))
+
+    def test_the_pool_is_refilled(self):
+        """Past RECORD_POOL launches every one still takes a directory
+        made ahead: a second child named on from the first's."""
+        a = self.agent()
+        boot = a.health()["bootId"]
+        self.pool_full(a, boot)
+        inos = []
+        for i in range(40):
+            self.assertTrue(poll(lambda: self.pool_names(a, boot), 5), i)
+            d = os.path.join(self.pool(a, boot), str(self.pool_names(a, boot)[0]))
+            inos.append(os.stat(d).st_ino)
+            r = a.post("/v1/exec", {"argv": ["true"], "id": "x%d" % i})
+            self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
+            self.assertEqual(os.stat(a.proc_dir(boot, "x%d" % i)).st_ino, inos[-1], i)
+        self.assertEqual(len(set(inos)), 40)
+        self.assertTrue(poll(lambda: self.pool_names(a, boot) == list(range(40, 64)), 5),
+                        self.pool_names(a, boot))
+        self.assertEqual(os.listdir(os.path.join(self.pool(a, boot), "new")), [])
 
     def test_each_record_has_its_own_files(self):
         a = self.agent()
@@ -92,10 +145,10 @@ class TestSpare(SpareCase):
         ids = sorted(p["id"] for p in a.get("/v1/processes").json)
         self.assertEqual(ids, sorted(["e%d" % i for i in range(20)] + ["s%d" % i for i in range(5)]))
 
-    def test_running_record_gets_its_first_status_from_the_spare(self):
+    def test_running_record_gets_its_first_status_from_the_pool(self):
         a = self.agent()
         boot = a.health()["bootId"]
-        _, (_, sino) = self.spare_whole(a, boot)
+        _, (_, sino) = self.pool_next(a, boot)
         a.launch_ok(["sleep", "30"], id="run")
         path = os.path.join(a.proc_dir(boot, "run"), "status.json")
         self.assertTrue(poll(lambda: load_json(path) is not None, 3), "no first status")
@@ -122,7 +175,8 @@ class TestRecycle(SpareCase):
         self.assertTrue(poll(lambda: os.path.exists(os.path.join(d1, "status.json")), 3))
         ino = {n: os.stat(os.path.join(d1, n)).st_ino for n in ("meta.json", "status.json")}
         ino["dir"] = os.stat(d1).st_ino
-        self.spare_whole(a, boot)
+        self.pool_next(a, boot)
+        self.assertFalse(os.path.lexists(os.path.join(a.boot_dir(boot), ".spare")))
         r = a.post("/v1/exec", {"argv": ["true"], "id": "e2"})
         self.assertEqual(r.status, 200, r)
         self.assertTrue(poll(lambda: not os.path.exists(d1), 3), "e1 not pruned")
@@ -145,7 +199,7 @@ class TestRecycle(SpareCase):
         boot = a.health()["bootId"]
         a.launch_ok(["sh", "-c", "echo out; echo err >&2"], id="gone")
         a.wait_ended("gone")
-        self.spare_whole(a, boot)
+        gone = os.stat(a.proc_dir(boot, "gone")).st_ino
         self.assertEqual(a.delete("/v1/processes/gone").status, 204)
         self.assertFalse(os.path.lexists(a.proc_dir(boot, "gone")))
         r = a.post("/v1/exec", {"argv": ["true"], "id": "next"})
@@ -153,19 +207,26 @@ class TestRecycle(SpareCase):
         d = a.proc_dir(boot, "next")
         self.assertTrue(poll(lambda: os.path.exists(os.path.join(d, "status.json")), 3))
         self.assertEqual(sorted(os.listdir(d)), ["meta.json", "status.json"])
+        # It was the removed record's directory, emptied.
+        self.assertEqual(os.stat(d).st_ino, gone)
+        self.assertFalse(os.path.lexists(os.path.join(a.boot_dir(boot), ".spare")))
 
 
 class TestSpareAcrossBoots(SpareCase):
 
-    def test_clean_stop_removes_the_spare_and_keeps_records(self):
+    def test_clean_stop_removes_the_spares_and_keeps_records(self):
         a = self.agent()
         boot = a.health()["bootId"]
         r = a.post("/v1/exec", {"argv": ["true"], "id": "t"})
         self.assertEqual(r.status, 200, r)
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "u"})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(a.delete("/v1/processes/u").status, 204)
         self.spare_whole(a, boot)
+        self.pool_next(a, boot)
         self.assertEqual(a.stop(), 0)
         self.assertEqual(sorted(os.listdir(self.procs(a, boot))), ["t"])
-        self.assertFalse(os.path.lexists(os.path.join(a.boot_dir(boot), ".spare")))
+        self.assertEqual(sorted(os.listdir(a.boot_dir(boot))), ["boot.json", "procs", "terms"])
         b = self.agent(state_dir=a.state)
         pin = {"Tend-Boot": boot}
         st = b.status("t", headers=pin).json
@@ -174,13 +235,13 @@ class TestSpareAcrossBoots(SpareCase):
     def test_crash_leaves_a_spare_the_next_boot_ignores(self):
         a = self.agent()
         boot = a.health()["bootId"]
+        self.pool_full(a, boot)
         r = a.post("/v1/exec", {"argv": ["true"], "id": "t"})
         self.assertEqual(r.status, 200, r)
         a.launch_ok(["sleep", "30"], id="run")
-        self.spare_whole(a, boot)
+        names = self.pool_names(a, boot)
+        self.assertEqual(names, list(range(2, 32)))
         a.kill()
-        spare = os.path.join(a.boot_dir(boot), ".spare")
-        self.assertTrue(os.path.isdir(spare))
         b = self.agent(state_dir=a.state)
         pin = {"Tend-Boot": boot}
         ids = sorted(p["id"] for p in b.get("/v1/processes", headers=pin).json)
@@ -188,17 +249,20 @@ class TestSpareAcrossBoots(SpareCase):
         self.assertEqual(b.status("t", headers=pin).json["state"], "exited")
         lost = b.status("run", headers=pin).json
         self.assertEqual((lost["state"], lost["error"]["code"]), ("error", "lost"), lost)
-        # Not taken for a record: nothing written into it.
-        self.assertEqual(sorted(os.listdir(spare)), ["meta.json.tmp", "status.json.tmp"])
+        # Not taken for a record: nothing written into them.
+        self.assertEqual(self.pool_names(a, boot), names)
+        for n in names:
+            self.assertEqual(sorted(os.listdir(os.path.join(self.pool(a, boot), str(n)))),
+                             ["meta.json.tmp", "status.json.tmp"])
         self.assertEqual(sorted(os.listdir(self.procs(a, boot))), ["run", "t"])
 
 
 class TestWithoutSpare(SpareCase):
 
-    def test_planted_name_keeps_the_spare_for_the_next_launch(self):
+    def test_planted_name_keeps_the_pools_next_for_the_next_launch(self):
         a = self.agent()
         boot = a.health()["bootId"]
-        dino, _ = self.spare_whole(a, boot)
+        dino, _ = self.pool_next(a, boot)
         outside = os.path.join(a.tmp, "outside")
         os.mkdir(outside)
         os.symlink(outside, a.proc_dir(boot, "evil"))
@@ -208,10 +272,10 @@ class TestWithoutSpare(SpareCase):
         self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
         self.assertEqual(os.stat(a.proc_dir(boot, "good")).st_ino, dino)
 
-    def test_procs_removed_under_the_spare(self):
+    def test_procs_removed_under_the_pool(self):
         a = self.agent()
         boot = a.health()["bootId"]
-        self.spare_whole(a, boot)
+        self.pool_next(a, boot)
         shutil.rmtree(self.procs(a, boot))
         r = a.post("/v1/exec", {"argv": ["echo", "again"], "id": "after"})
         self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
@@ -220,7 +284,28 @@ class TestWithoutSpare(SpareCase):
                              == "exited", 3))
         self.assertEqual(load_json(os.path.join(d, "meta.json"))["argv"], ["echo", "again"])
         self.assertEqual(read_file(os.path.join(d, "stdout")), b"again\n")
-        # And the spare comes back in the new procs directory.
+        # And the pool serves the new procs directory.
+        dino, _ = self.pool_next(a, boot)
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "later"})
+        self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
+        self.assertEqual(os.stat(a.proc_dir(boot, "later")).st_ino, dino)
+
+    def test_pool_child_failing_leaves_the_spare_to_the_loop(self):
+        """.spares/new gone: the next child fails; the loop makes .spare
+        itself, and launches take it."""
+        a = self.agent()
+        boot = a.health()["bootId"]
+        self.pool_full(a, boot)
+        os.rmdir(os.path.join(self.pool(a, boot), "new"))
+        for i in range(17):     # down to RECORD_POOL_LOW: a child is due
+            r = a.post("/v1/exec", {"argv": ["true"], "id": "x%d" % i})
+            self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
+        self.assertTrue(poll(lambda: "event=spares_failed" in a.log_text(), 5), a.log_text()[-2000:])
+        dino, _ = self.spare_whole(a, boot)
+        r = a.post("/v1/exec", {"argv": ["echo", "ok"], "id": "y"})
+        self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
+        self.assertEqual(os.stat(a.proc_dir(boot, "y")).st_ino, dino)
+        self.assertEqual(read_file(os.path.join(a.proc_dir(boot, "y"), "stdout")), b"ok\n")
         self.spare_whole(a, boot)
 
     def test_back_to_back_launches_without_a_gap(self):

@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "fsutil.h"
 #include "record.h"
 #include "testutil.h"
 #include "tunables.h"
@@ -565,6 +566,127 @@ START_TEST(id_vectors)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The pool made by a child */
+
+/* Its child reaped as the table's reaper would hand it over. */
+static int
+pool_reap(double now)
+{
+	pid_t	pid = dir.pool.pid;
+	int	st;
+
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(record_pool_reaped(&dir, pid, st, now));
+	ck_assert_int_eq(dir.pool.pid, 0);
+	return st;
+}
+
+static bool
+pool_has(unsigned n)
+{
+	char	name[64];
+
+	snprintf(name, sizeof(name), ".spares/%u/meta.json.tmp", n);
+	if (!tu_exists(tdir, name))
+		return false;
+	snprintf(name, sizeof(name), ".spares/%u/status.json.tmp", n);
+	return tu_exists(tdir, name);
+}
+
+static ino_t
+ino_at(int dfd, const char *name)
+{
+	struct stat	st;
+
+	ck_assert_int_eq(fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW), 0);
+	return st.st_ino;
+}
+
+START_TEST(pool_made_by_a_child)
+{
+	struct record	 r[2 * RECORD_POOL];
+	char		 id[16], name[32];
+	ino_t		 ino;
+	int		 i, n = 0, st;
+
+	ck_assert_int_eq(record_pool_want(&dir, 0), 1);
+	ck_assert_int_eq(record_pool_fill(&dir, 0), 0);
+	ck_assert_int_eq(record_pool_want(&dir, 0), 0);	/* its child works */
+	st = pool_reap(0);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert(!record_pool_reaped(&dir, getpid(), 0, 0));	/* not it */
+	for (i = 0; i < RECORD_POOL; i++)
+		ck_assert_msg(pool_has(i), "%d not whole", i);
+	ck_assert(!tu_exists(tdir, ".spares/32"));
+	ck_assert(!tu_exists(tdir, ".spares/new/0"));
+
+	/* A spare of the loop's own (a recycled one) goes first. */
+	while (record_spare_make(&dir) == 1)
+		;
+	ino = ino_at(tdir, ".spare");
+	ck_assert_int_eq(record_open(&r[n++], &dir, "s", 0), 0);
+	ck_assert_uint_eq(ino_at(dir.fd, "s"), ino);
+	ck_assert(pool_has(0));
+
+	/* Then the pool, in order, temps and all, until it is low. */
+	for (i = 0; i < RECORD_POOL - RECORD_POOL_LOW; i++) {
+		ck_assert_int_eq(record_pool_want(&dir, 0), 0);
+		snprintf(name, sizeof(name), ".spares/%d", i);
+		ino = ino_at(tdir, name);
+		snprintf(id, sizeof(id), "p%d", i);
+		ck_assert_int_eq(record_open(&r[n++], &dir, id, 0), 0);
+		ck_assert_uint_eq(ino_at(dir.fd, id), ino);
+		ck_assert(!tu_exists(tdir, name));
+	}
+	ck_assert_int_eq(record_pool_want(&dir, 0), 1);
+	ck_assert_int_eq(record_set_meta(&r[1], strdup("{\"m\":1}")), 0);
+	ck_assert_int_eq(record_put_status(&r[1], "{\"s\":1}"), 0);
+	ck_assert(!tu_exists(dir.fd, "p0/meta.json.tmp"));
+	ck_assert(!tu_exists(dir.fd, "p0/status.json.tmp"));
+	ck_assert(tu_exists(dir.fd, "p0/meta.json"));
+	ck_assert(tu_exists(dir.fd, "p0/status.json"));
+
+	/* The next child names on from the last. */
+	ck_assert_int_eq(record_pool_fill(&dir, 0), 0);
+	st = pool_reap(0);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert(pool_has(RECORD_POOL - RECORD_POOL_LOW));
+	ck_assert(pool_has(2 * RECORD_POOL - 1));
+
+	/* One gone from the pool: its child stopped short there. */
+	ck_assert_int_eq(fsutil_rmtree(tdir, ".spares/17"), 0);
+	ck_assert_int_eq(record_open(&r[n++], &dir, "q", 0), 0);	/* 16 */
+	ck_assert_int_eq(record_open(&r[n++], &dir, "q2", 0), 0);	/* made */
+	ck_assert(!tu_exists(dir.fd, "q2/meta.json.tmp"));
+	ck_assert(pool_has(18));		/* skipped, not taken */
+	ck_assert_int_eq(dir.pool.next, dir.pool.end);
+	ck_assert_int_eq(record_pool_want(&dir, 0), 1);
+
+	/* A child that fails: none for a while, then .spares made anew. */
+	ck_assert_int_eq(unlinkat(tdir, ".spares/new", AT_REMOVEDIR), 0);
+	ck_assert_int_eq(record_pool_fill(&dir, 100), 0);
+	st = pool_reap(100);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == ENOENT);
+	ck_assert_int_eq(record_pool_want(&dir, 100), -1);
+	ck_assert_int_eq(record_pool_want(&dir, 100 + RECORD_POOL_RETRY), 1);
+	ck_assert_int_eq(record_pool_fill(&dir, 100 + RECORD_POOL_RETRY), 0);
+	st = pool_reap(100 + RECORD_POOL_RETRY);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert(!pool_has(18));		/* the old ones went with it */
+	ck_assert(pool_has(dir.pool.next));
+	ck_assert_int_eq(record_open(&r[n++], &dir, "r", 0), 0);
+	ck_assert(tu_exists(dir.fd, "r/meta.json.tmp"));
+
+	record_pool_drop(&dir);
+	ck_assert(!tu_exists(tdir, ".spares"));
+	record_spare_drop(&dir);
+	while (n > 0)
+		record_free(&r[--n]);
+}
+END_TEST
+
 START_TEST(sync_child)
 {
 	int	st;
@@ -596,6 +718,7 @@ record_suite(void)
 	tcase_add_test(tc, spare_kept_or_dropped);
 	tcase_add_test(tc, spare_recycled_from_removed);
 	tcase_add_test(tc, spare_recycle_spares_other_links);
+	tcase_add_test(tc, pool_made_by_a_child);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stored");
