@@ -95,7 +95,8 @@ boot_create(int statefd, const char *id, int *procsfd)
 	cJSON_Delete(j);
 	if (s == NULL)
 		errno = ENOMEM;
-	rc = s ? fsutil_write_atomic(bfd, "boot.json", s, strlen(s), true) : -1;
+	/* Not synced here: the caller's first syncfs makes it durable. */
+	rc = s ? fsutil_write_atomic(bfd, "boot.json", s, strlen(s), false) : -1;
 	saved = errno;
 	free(s);
 	close(bfd);

@@ -12,7 +12,8 @@
 int	boot_new_id(char out[BOOT_ID_LEN + 1]);
 bool	boot_id_valid(const char *);
 /*
- * Create boots/<id>/procs (or find it) and write boots/<id>/boot.json;
+ * Create boots/<id>/procs (or find it) and write boots/<id>/boot.json
+ * (a temp renamed, not synced: the caller's syncfs makes it durable);
  * *procsfd is the procs directory.  On failure (a full or read-only
  * state dir) nothing is left open, *procsfd is -1, and errno says why;
  * calling again later is how a degraded agent recovers.

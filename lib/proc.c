@@ -249,6 +249,9 @@ proctab_boot_dir(struct proctab *t)
 		return -1;
 	}
 	proctab_set_procsfd(t, fd);
+	/* boot.json reaches the disk with the first syncfs, not before the
+	 * socket listens. */
+	proctab_sync_soon(t);
 	if (again)
 		log_info("event=boot_dir_made boot=%s", t->boot);
 	return 0;

@@ -15,6 +15,10 @@
  *	posix_spawn(PATH) + waitpid: both figures then share the same
  *	moments of a noisy machine (a second line, keys prefixed "bare_").
  *
+ *   spawnbench run N WARM ARGV...
+ *	posix_spawn ARGV (ARGV[0] a path; stdout to /dev/null) + waitpid,
+ *	WARM untimed then N timed: the floor of the start-to-ready figure.
+ *
  *   spawnbench ready SOCKET LOG ARGV...
  *	posix_spawn ARGV (stdout and stderr to LOG), then connect to SOCKET
  *	and GET /v1/health until a 200 comes back: the time from spawn to
@@ -121,26 +125,57 @@ count(const char *s, long min)
 
 /* ------------------------------------------------------------ spawn */
 
-/* One posix_spawn of path and its waitpid: the time taken. */
+/* One posix_spawn of argv (with fa) and its waitpid: the time taken. */
 static int64_t
-spawn_once(const char *path)
+spawn_argv(char **argv, const posix_spawn_file_actions_t *fa)
 {
-	char	*argv[] = { (char *)path, NULL };
 	int64_t	 t0, dt;
 	pid_t	 pid;
 	int	 st, rc;
 
 	t0 = now_ns();
-	if ((rc = posix_spawn(&pid, path, NULL, NULL, argv, environ)) != 0) {
+	if ((rc = posix_spawn(&pid, argv[0], fa, NULL, argv, environ)) != 0) {
 		errno = rc;
-		die("posix_spawn %s:", path);
+		die("posix_spawn %s:", argv[0]);
 	}
 	if (waitpid(pid, &st, 0) == -1)
 		die("waitpid:");
 	dt = now_ns() - t0;
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		die("%s: exit status %#x", path, st);
+		die("%s: exit status %#x", argv[0], st);
 	return dt;
+}
+
+static int64_t
+spawn_once(const char *path)
+{
+	char	*argv[] = { (char *)path, NULL };
+
+	return spawn_argv(argv, NULL);
+}
+
+/* run: argv N times (WARM more untimed), its stdout to /dev/null. */
+static int
+cmd_run(long n, long warm, char **argv)
+{
+	posix_spawn_file_actions_t fa;
+	int64_t	*t;
+	long	 i;
+
+	if ((t = calloc((size_t)n, sizeof(*t))) == NULL)
+		die("calloc:");
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	for (i = -warm; i < n; i++) {
+		int64_t dt = spawn_argv(argv, &fa);
+
+		if (i >= 0)
+			t[i] = dt;
+	}
+	report("", t, (size_t)n);
+	posix_spawn_file_actions_destroy(&fa);
+	free(t);
+	return 0;
 }
 
 static int
@@ -459,7 +494,10 @@ main(int argc, char **argv)
 		    argv[5]);
 	if (argc >= 5 && strcmp(argv[1], "ready") == 0)
 		return cmd_ready(argv[2], argv[3], argv + 4);
+	if (argc >= 5 && strcmp(argv[1], "run") == 0)
+		return cmd_run(count(argv[2], 1), count(argv[3], 0), argv + 4);
 	fprintf(stderr, "usage: spawnbench spawn N WARM PATH\n"
+	    "       spawnbench run N WARM ARGV...\n"
 	    "       spawnbench exec SOCKET N WARM JSON [PATH]\n"
 	    "       spawnbench rtt SOCKET N WARM PATH\n"
 	    "       spawnbench ready SOCKET LOG ARGV...\n");
