@@ -679,6 +679,7 @@ agent_shutdown(void)
 	http_stop_accepting(api.srv);
 	http_close_all(api.srv);
 	shimctl_stop();
+	proctab_stop_spares(&tab);
 	proctab_signal_all(&tab, SIGTERM);
 	/* A terminal's end is a hangup: HUP first, as term_terminate. */
 	termtab_signal_all(&terms, SIGHUP);

@@ -984,10 +984,8 @@ files_put_flush(struct files_put *p)
 
 	if (p->flusher != 0 && p->unflushed < FILES_PUT_BEHIND)
 		return false;
-	if (p->flusher == 0 && (pid = fork()) != -1) {
+	if (p->flusher == 0 && (pid = spawn_helper(&keep, 1)) != -1) {
 		if (pid == 0) {
-			/* No pipe or socket of the agent may live on in it. */
-			spawn_close_except(&keep, 1);
 			snprintf(path, sizeof(path), "/proc/self/fd/%d", keep);
 			if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
 				fd = keep;

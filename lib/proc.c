@@ -156,9 +156,7 @@ proctab_free(struct proctab *t)
 	ev_timer_stop(t->loop, &t->sweep);
 	ev_timer_stop(t->loop, &t->sync);
 	ev_timer_stop(t->loop, &t->retry);
-	ev_idle_stop(t->loop, &t->spare);
-	record_spare_drop(&t->recs);
-	record_pool_drop(&t->recs);
+	proctab_stop_spares(t);
 	(void)syncfs(proctab_syncfd(t));
 	proctab_set_procsfd(t, -1);
 	if (t->devnull != -1)
@@ -1010,7 +1008,7 @@ proctab_spare_due(struct proctab *t)
 static void
 proctab_spare_soon(struct proctab *t)
 {
-	if (proctab_spare_due(t) && !ev_is_active(&t->spare))
+	if (!t->nospares && proctab_spare_due(t) && !ev_is_active(&t->spare))
 		ev_idle_start(t->loop, &t->spare);
 }
 
@@ -1724,6 +1722,15 @@ proctab_signal_all(struct proctab *t, int sig)
 	for (p = t->head; p != NULL; p = p->next)
 		if (p->state == PROC_RUNNING)
 			(void)proc_group_kill(p, sig);
+}
+
+void
+proctab_stop_spares(struct proctab *t)
+{
+	t->nospares = true;
+	ev_idle_stop(t->loop, &t->spare);
+	record_pool_drop(&t->recs);
+	record_spare_drop(&t->recs);
 }
 
 /*

@@ -159,6 +159,7 @@ struct proctab {
 	pid_t		 sync_pid;	/* the child doing it */
 	ev_timer	 sweep;		/* closes files of ended records */
 	ev_idle		 spare;		/* makes the next record's directory */
+	bool		 nospares;	/* proctab_stop_spares */
 	uint64_t	 maxlog;
 	char		**baseenv;	/* agent env without TEND_* */
 	struct wlist_link *subs;		/* proctab_subscribe */
@@ -246,6 +247,11 @@ bool	proc_stdin_open(struct proc *);
 int	proc_delete(struct proc *);
 /* TERM (or sig) every live group, for shutdown. */
 void	proctab_signal_all(struct proctab *, int sig);
+/*
+ * No more records' directories made ahead (shutdown: no launch is
+ * coming): the pool's child killed, .spares and .spare removed.
+ */
+void	proctab_stop_spares(struct proctab *);
 /*
  * Write a final status for every record (shutdown), and try once more
  * what the state dir refused so far.

@@ -59,9 +59,8 @@ static void	record_dir_done(struct record *, int);
 static int	record_mkdir(struct record *);
 static int	record_spare_take(struct record *);
 static int	record_pool_take(struct record *);
-static int	record_pool_open(struct record_pool *, int);
-static int	record_pool_make(struct record_pool *, unsigned, unsigned);
-static void	record_pool_close(struct record_pool *);
+static int	record_pool_open(struct record_dir *);
+static int	record_pool_make(int, unsigned, unsigned);
 static void	record_spare_close(struct record_spare *);
 static void	record_tmp_drop(struct record *, bool *, const char *);
 static int	record_spare_recycle(struct record *);
@@ -558,7 +557,8 @@ record_pool_want(const struct record_dir *d, double now)
 {
 	const struct record_pool *q = &d->pool;
 
-	if (q->off || d->fd == -1 || d->kind != RECORD_PROC || now < q->again)
+	if (q->off || d->fd == -1 || d->err != 0 || d->kind != RECORD_PROC ||
+	    now < q->again)
 		return -1;
 	return q->pid == 0 && q->end - q->next <= RECORD_POOL_LOW;
 }
@@ -574,21 +574,25 @@ record_pool_take(struct record *r)
 	struct record_dir	*d = r->dir;
 	struct record_pool	*q = &d->pool;
 	char			 name[16];
-	int			 fd;
+	int			 fd, err;
 
 	if (!q->made || q->off || q->next == q->end)
 		return -1;
 	snprintf(name, sizeof(name), "%u", q->next);
 	if ((fd = fsutil_open(q->fd, name, O_RDONLY | O_DIRECTORY, 0)) == -1) {
-		/* Not made yet, or never: its child stopped short. */
+		/* Not made yet, or never (passed over): see struct record_pool. */
 		if (q->pid == 0)
-			q->next = q->end;
+			q->next++;
 		return -1;
 	}
 	if (renameat2(q->fd, name, d->fd, r->id, RENAME_NOREPLACE) == -1) {
-		if (errno == EINVAL || errno == ENOSYS || errno == EPERM)
-			q->off = true;
+		err = errno;
 		close(fd);
+		if (err == EINVAL || err == ENOSYS || err == EPERM)
+			q->off = true;
+		else if (err != EEXIST && err != ENOENT)
+			q->next++;	/* not this one: the next may do */
+		errno = err;
 		return -1;
 	}
 	q->next++;
@@ -596,26 +600,39 @@ record_pool_take(struct record *r)
 	return fd;
 }
 
-/* .spares and .spares/new made anew under the boot's directory (pfd). */
+/*
+ * .spares open, made (anew, if one is there) beside the records
+ * directory; one removed under us (the boot's directory) is made again.
+ */
 static int
-record_pool_open(struct record_pool *q, int pfd)
+record_pool_open(struct record_dir *d)
 {
-	int	err;
+	struct record_pool	*q = &d->pool;
+	struct stat		 st;
+	int			 pfd, fd, err;
 
+	if (q->made && fstat(q->fd, &st) == 0 && st.st_nlink > 0)
+		return 0;
+	if (q->made) {
+		close(q->fd);
+		q->made = false;
+		q->next = q->end;
+	}
+	if ((pfd = openat(d->fd, "..", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return -1;
 	if ((mkdirat(pfd, RECORD_POOLDIR, 0700) == -1 && (errno != EEXIST ||
 	    fsutil_rmtree(pfd, RECORD_POOLDIR) == -1 ||
 	    mkdirat(pfd, RECORD_POOLDIR, 0700) == -1)) ||
-	    (q->fd = fsutil_open(pfd, RECORD_POOLDIR, O_RDONLY | O_DIRECTORY,
-	    0)) == -1)
-		return -1;
-	if (mkdirat(q->fd, RECORD_POOLNEW, 0700) == -1 ||
-	    (q->newfd = fsutil_open(q->fd, RECORD_POOLNEW, O_RDONLY |
-	    O_DIRECTORY, 0)) == -1) {
+	    (fd = fsutil_open(pfd, RECORD_POOLDIR, O_RDONLY | O_DIRECTORY,
+	    0)) == -1) {
 		err = errno;
-		close(q->fd);
+		close(pfd);
 		errno = err;
 		return -1;
 	}
+	close(pfd);
+	q->fd = fd;
 	q->made = true;
 	return 0;
 }
@@ -625,26 +642,16 @@ record_pool_fill(struct record_dir *d, double now)
 {
 	struct record_pool	*q = &d->pool;
 	pid_t			 pid;
-	int			 pfd, rc, keep[2];
+	int			 keep;
 
-	if (!q->made) {
-		if ((pfd = openat(d->fd, "..", O_RDONLY | O_DIRECTORY |
-		    O_CLOEXEC)) == -1)
-			goto fail;
-		rc = record_pool_open(q, pfd);
-		close(pfd);
-		if (rc == -1)
-			goto fail;
-	}
-	if ((pid = fork()) == -1)
+	if (record_pool_open(d) == -1)
+		goto fail;
+	keep = q->fd;
+	if ((pid = spawn_helper(&keep, 1)) == -1)
 		goto fail;
 	if (pid == 0) {
-		/* No pipe or socket of the agent may live on in it. */
-		keep[0] = q->fd;
-		keep[1] = q->newfd;
-		spawn_close_except(keep, 2);
 		(void)setpriority(PRIO_PROCESS, 0, RECORD_POOL_NICE);
-		_exit(record_pool_make(q, q->end, RECORD_POOL));
+		_exit(record_pool_make(q->fd, q->end, RECORD_POOL));
 	}
 	q->pid = pid;
 	q->end += RECORD_POOL;
@@ -660,55 +667,56 @@ fail:
  * status).
  */
 static int
-record_pool_make(struct record_pool *q, unsigned from, unsigned n)
+record_pool_make(int poolfd, unsigned from, unsigned n)
 {
 	char		name[16];
 	unsigned	i;
-	int		fd, rc;
+	int		newfd, fd, rc = 0;
 
-	for (i = from; i != from + n; i++) {
+	if ((mkdirat(poolfd, RECORD_POOLNEW, 0700) == -1 && errno != EEXIST) ||
+	    (newfd = fsutil_open(poolfd, RECORD_POOLNEW, O_RDONLY |
+	    O_DIRECTORY, 0)) == -1)
+		return errno;
+	for (i = from; i != from + n && rc == 0; i++) {
 		snprintf(name, sizeof(name), "%u", i);
-		if (mkdirat(q->newfd, name, 0700) == -1 ||
-		    (fd = fsutil_open(q->newfd, name, O_RDONLY | O_DIRECTORY,
+		if (mkdirat(newfd, name, 0700) == -1 ||
+		    (fd = fsutil_open(newfd, name, O_RDONLY | O_DIRECTORY,
 		    0)) == -1)
 			return errno;
 		rc = fsutil_tmp_make(fd, RECORD_META) == -1 ||
 		    fsutil_tmp_make(fd, RECORD_STATUS) == -1 ||
-		    renameat(q->newfd, name, q->fd, name) == -1 ? errno : 0;
+		    renameat(newfd, name, poolfd, name) == -1 ? errno : 0;
 		close(fd);
-		if (rc != 0)
-			return rc;
 	}
-	return 0;
+	return rc;
 }
 
+/*
+ * What a child that failed made stays to be taken (every one in .spares
+ * is whole); the pool ends at the first name it did not make.
+ */
 bool
 record_pool_reaped(struct record_dir *d, pid_t pid, int wstatus, double now)
 {
 	struct record_pool	*q = &d->pool;
+	char			 name[16];
+	unsigned		 n;
 
 	if (pid <= 0 || pid != q->pid)
 		return false;
 	q->pid = 0;
-	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+	if (q->off || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
 		return true;
-	/* .spares made anew at the next fill: it may be what failed. */
 	log_warnx("event=spares_failed err=\"%s\"", WIFEXITED(wstatus) ?
 	    strerror(WEXITSTATUS(wstatus)) : "killed");
 	q->again = now + RECORD_POOL_RETRY;
-	record_pool_close(q);
+	for (n = q->next; n != q->end; n++) {
+		snprintf(name, sizeof(name), "%u", n);
+		if (faccessat(q->fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == -1)
+			break;
+	}
+	q->end = n;
 	return true;
-}
-
-static void
-record_pool_close(struct record_pool *q)
-{
-	if (!q->made)
-		return;
-	close(q->newfd);
-	close(q->fd);
-	q->made = false;
-	q->next = q->end;
 }
 
 void
@@ -717,9 +725,10 @@ record_pool_drop(struct record_dir *d)
 	struct record_pool	*q = &d->pool;
 	int			 pfd;
 
+	q->off = true;
+	/* Still its pid until reaped: not an orphan then. */
 	if (q->pid > 0)
 		(void)kill(q->pid, SIGKILL);
-	q->pid = 0;
 	if (!q->made)
 		return;
 	if ((pfd = openat(q->fd, "..", O_RDONLY | O_DIRECTORY |
@@ -727,7 +736,8 @@ record_pool_drop(struct record_dir *d)
 		(void)fsutil_rmtree(pfd, RECORD_POOLDIR);
 		close(pfd);
 	}
-	record_pool_close(q);
+	close(q->fd);
+	q->made = false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1005,9 +1015,7 @@ record_sync(int fd)
 {
 	pid_t	pid;
 
-	if ((pid = fork()) == 0) {
-		/* No pipe or socket of the agent may live on in it. */
-		spawn_close_except(&fd, 1);
+	if ((pid = spawn_helper(&fd, 1)) == 0) {
 		(void)syncfs(fd);
 		_exit(0);
 	}

@@ -46,14 +46,15 @@ struct record_spare {
  * boot, each with meta.json's and status.json's temps made, empty.  The
  * child makes each in .spares/new and renames it whole, so that a launch
  * takes a complete one or none, and a launch's rename out of .spares
- * never waits for a create in it.  It makes them in order: the first
- * one missing after it ended is the end of what it made.
+ * never waits for a create in it.  Names are never made twice: one
+ * missing once no child works (gone, or its child failed first) is
+ * passed over.
  */
 struct record_pool {
-	bool	 made;		/* fd and newfd are open; false in a zeroed
-				   record_dir */
-	bool	 off;		/* the file system cannot rename them */
-	int	 fd, newfd;	/* .spares and .spares/new, while made */
+	bool	 made;		/* fd is open; false in a zeroed record_dir */
+	bool	 off;		/* the file system cannot rename them, or
+				   the agent stops */
+	int	 fd;		/* .spares, while made */
 	unsigned next;		/* the name the next launch takes */
 	unsigned end;		/* one past the last name asked of a child */
 	pid_t	 pid;		/* the child making them, or 0 */
@@ -150,20 +151,25 @@ void	record_spare_drop(struct record_dir *);
  * The pool (struct record_pool) as the next turn of the loop finds it
  * at time now: 1 when a child should fill it (RECORD_POOL_LOW or fewer
  * left, none working), 0 when it serves as it is, -1 when it cannot
- * (the file system, a child failed less than RECORD_POOL_RETRY ago):
- * then the spare is made on the loop, as before there was a pool.
+ * (the file system, a state dir refusing writes, a child failed less
+ * than RECORD_POOL_RETRY ago, a stop): then the spare is made on the
+ * loop, as before there was a pool.
  */
 int	record_pool_want(const struct record_dir *, double now);
 /*
- * Fork the child that makes RECORD_POOL more; its owner hands its exit
- * to record_pool_reaped.  0, or -1 and errno (none before
- * RECORD_POOL_RETRY then).
+ * Fork the child that makes RECORD_POOL more (.spares made, or made
+ * anew if it was removed); its owner hands its exit to
+ * record_pool_reaped.  0, or -1 and errno (none before RECORD_POOL_RETRY
+ * then).
  */
 int	record_pool_fill(struct record_dir *, double now);
 /* pid was the pool's child: taken (true), its failure noted. */
 bool	record_pool_reaped(struct record_dir *, pid_t, int wstatus,
 	    double now);
-/* Kill its child (not waited for), remove .spares (a clean stop). */
+/*
+ * No more: kill its child (not waited for: record_pool_reaped still
+ * takes it) and remove .spares (a stop).
+ */
 void	record_pool_drop(struct record_dir *);
 
 /* ------------------------------------------------------------------ */

@@ -199,6 +199,18 @@ spawn_reset_signals(void)
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
+pid_t
+spawn_helper(int *keep, int n)
+{
+	pid_t	pid;
+
+	if ((pid = fork()) == 0) {
+		spawn_reset_signals();
+		spawn_close_except(keep, n);
+	}
+	return pid;
+}
+
 /*
  * Close every fd but the n in keep (in a child before exec or _exit).
  * The gaps between kept fds go with close_range; where it is missing

@@ -131,6 +131,13 @@ void	spawn_confine_json(cJSON *options, const struct spawn_confine *,
  * safe, for a child.
  */
 void	spawn_close_except(int *keep, int n);
+/*
+ * fork for a helper of the agent's own that does its work and _exits:
+ * in the child (0), default signals (spawn_reset_signals) and every fd
+ * closed but the n in keep, so that no socket or pipe of the agent stays
+ * open in it (a client would never see EOF).  As fork otherwise.
+ */
+pid_t	spawn_helper(int *keep, int n);
 
 /* A copy of a NULL-terminated vector and its strings; NULL: ENOMEM. */
 char	**spawn_strvdup(char **);

@@ -60,7 +60,6 @@ struct tar_in {
 };
 
 static int		 tar_pipe(int[2], int);
-static void		 tar_child_fds(int *, int);
 static _Noreturn void	 tar_report(int, int, int, const char *, ...)
 			    __attribute__((format(printf, 4, 5)));
 static const char	*tar_exclude_norm(const char *, size_t *);
@@ -145,18 +144,6 @@ tar_pipe(int p[2], int agent)
 	return 0;
 }
 
-/*
- * In the child: default signals (spawn_reset_signals), and every fd
- * closed but the n in keep, so that no socket or pipe of the agent stays
- * open in it (a client would never see EOF).
- */
-static void
-tar_child_fds(int *keep, int n)
-{
-	spawn_reset_signals();
-	spawn_close_except(keep, n);
-}
-
 int
 tar_persist_spawn(int rootfd, const char *const *ex, pid_t *pid, int *outfd,
     int *errfd)
@@ -167,13 +154,11 @@ tar_persist_spawn(int rootfd, const char *const *ex, pid_t *pid, int *outfd,
 		return -1;
 	if (errfd != NULL && tar_pipe(err, 0) == -1)
 		goto fail;
-	if ((*pid = fork()) == -1)
+	keep[0] = rootfd, keep[1] = out[1], keep[2] = err[1];
+	if ((*pid = spawn_helper(keep, errfd != NULL ? 3 : 2)) == -1)
 		goto fail;
-	if (*pid == 0) {
-		keep[0] = rootfd, keep[1] = out[1], keep[2] = err[1];
-		tar_child_fds(keep, errfd != NULL ? 3 : 2);
+	if (*pid == 0)
 		tar_persist_child(rootfd, ex, out[1], err[1]);
-	}
 	close(out[1]);
 	*outfd = out[0];
 	if (errfd != NULL) {
@@ -202,13 +187,11 @@ tar_hydrate_spawn(int rootfd, pid_t *pid, int *infd, int *errfd)
 		return -1;
 	if (tar_pipe(err, 0) == -1)
 		goto fail_in;
-	if ((*pid = fork()) == -1)
+	keep[0] = rootfd, keep[1] = in[0], keep[2] = err[1];
+	if ((*pid = spawn_helper(keep, 3)) == -1)
 		goto fail;
-	if (*pid == 0) {
-		keep[0] = rootfd, keep[1] = in[0], keep[2] = err[1];
-		tar_child_fds(keep, 3);
+	if (*pid == 0)
 		tar_hydrate_child(rootfd, in[0], err[1]);
-	}
 	close(in[0]);
 	close(err[1]);
 	*infd = in[1];

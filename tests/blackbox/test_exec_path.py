@@ -17,6 +17,13 @@ import unittest
 from harness import AgentTestCase, poll, read_file
 
 
+def metric(a, name):
+    for line in a.get("/v1/metrics").body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError("no metric " + name)
+
+
 def load_json(path):
     try:
         return json.loads(read_file(path).decode("utf-8"))
@@ -97,8 +104,6 @@ class TestSpare(SpareCase):
         r = a.post("/v1/exec", {"argv": ["true"], "id": "two"})
         self.assertEqual(r.status, 200, r)
         self.assertEqual(os.stat(a.proc_dir(boot, "two")).st_ino, dino2)
-        # Made by a child of the agent, not a process of its table.
-        self.assertEqual(sorted(p["id"] for p in a.get("/v1/processes").json), ["one", "two"])
         self.assertFalse(os.path.lexists(os.path.join(a.boot_dir(boot), ".spare")))
 
     def test_the_pool_is_refilled(self):
@@ -119,6 +124,9 @@ class TestSpare(SpareCase):
         self.assertTrue(poll(lambda: self.pool_names(a, boot) == list(range(40, 64)), 5),
                         self.pool_names(a, boot))
         self.assertEqual(os.listdir(os.path.join(self.pool(a, boot), "new")), [])
+        # Its two children were the agent's own, not orphans of the namespace.
+        self.assertEqual(metric(a, "tend_orphans_reaped_total"), 0)
+        self.assertNotIn("event=spares_failed", a.log_text())
 
     def test_each_record_has_its_own_files(self):
         a = self.agent()
@@ -291,13 +299,16 @@ class TestWithoutSpare(SpareCase):
         self.assertEqual(os.stat(a.proc_dir(boot, "later")).st_ino, dino)
 
     def test_pool_child_failing_leaves_the_spare_to_the_loop(self):
-        """.spares/new gone: the next child fails; the loop makes .spare
-        itself, and launches take it."""
+        """.spares/new not a directory: the next child fails; the loop
+        makes .spare itself, and launches take it."""
         a = self.agent()
         boot = a.health()["bootId"]
         self.pool_full(a, boot)
-        os.rmdir(os.path.join(self.pool(a, boot), "new"))
-        for i in range(17):     # down to RECORD_POOL_LOW: a child is due
+        new = os.path.join(self.pool(a, boot), "new")
+        os.rmdir(new)
+        with open(new, "w"):
+            pass
+        for i in range(16):     # down to RECORD_POOL_LOW: a child is due
             r = a.post("/v1/exec", {"argv": ["true"], "id": "x%d" % i})
             self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
         self.assertTrue(poll(lambda: "event=spares_failed" in a.log_text(), 5), a.log_text()[-2000:])
@@ -307,6 +318,26 @@ class TestWithoutSpare(SpareCase):
         self.assertEqual(os.stat(a.proc_dir(boot, "y")).st_ino, dino)
         self.assertEqual(read_file(os.path.join(a.proc_dir(boot, "y"), "stdout")), b"ok\n")
         self.spare_whole(a, boot)
+        # What the pool still held was taken first (x0-x15 took 0-15).
+        self.assertEqual(self.pool_names(a, boot), list(range(16, 32)))
+
+    def test_boot_dir_removed_under_the_pool(self):
+        """The boot's directory removed: the next child makes .spares anew
+        beside the new procs directory, at once."""
+        a = self.agent()
+        boot = a.health()["bootId"]
+        self.pool_full(a, boot)
+        shutil.rmtree(a.boot_dir(boot))
+        for i in range(20):
+            r = a.post("/v1/exec", {"argv": ["true"], "id": "b%d" % i})
+            self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
+        self.assertTrue(poll(lambda: len(self.pool_names(a, boot)) >= 16, 5),
+                        self.pool_names(a, boot))
+        dino, _ = self.pool_next(a, boot)
+        r = a.post("/v1/exec", {"argv": ["true"], "id": "after"})
+        self.assertEqual((r.status, r.json["exit"]["code"]), (200, 0), r)
+        self.assertEqual(os.stat(a.proc_dir(boot, "after")).st_ino, dino)
+        self.assertNotIn("event=spares_failed", a.log_text())
 
     def test_back_to_back_launches_without_a_gap(self):
         """Pipelined launches on one connection: the spare is not remade

@@ -606,10 +606,10 @@ ino_at(int dfd, const char *name)
 
 START_TEST(pool_made_by_a_child)
 {
-	struct record	 r[2 * RECORD_POOL];
+	struct record	 r[4 * RECORD_POOL];
 	char		 id[16], name[32];
 	ino_t		 ino;
-	int		 i, n = 0, st;
+	int		 i, n = 0, st, fd;
 
 	ck_assert_int_eq(record_pool_want(&dir, 0), 1);
 	ck_assert_int_eq(record_pool_fill(&dir, 0), 0);
@@ -655,35 +655,96 @@ START_TEST(pool_made_by_a_child)
 	ck_assert(pool_has(RECORD_POOL - RECORD_POOL_LOW));
 	ck_assert(pool_has(2 * RECORD_POOL - 1));
 
-	/* One gone from the pool: its child stopped short there. */
+	/* One gone from the pool: passed over, and only it. */
 	ck_assert_int_eq(fsutil_rmtree(tdir, ".spares/17"), 0);
 	ck_assert_int_eq(record_open(&r[n++], &dir, "q", 0), 0);	/* 16 */
 	ck_assert_int_eq(record_open(&r[n++], &dir, "q2", 0), 0);	/* made */
 	ck_assert(!tu_exists(dir.fd, "q2/meta.json.tmp"));
-	ck_assert(pool_has(18));		/* skipped, not taken */
-	ck_assert_int_eq(dir.pool.next, dir.pool.end);
-	ck_assert_int_eq(record_pool_want(&dir, 0), 1);
+	ino = ino_at(tdir, ".spares/18");
+	ck_assert_int_eq(record_open(&r[n++], &dir, "q3", 0), 0);
+	ck_assert_uint_eq(ino_at(dir.fd, "q3"), ino);
+	ck_assert(tu_exists(dir.fd, "q3/meta.json.tmp"));
 
-	/* A child that fails: none for a while, then .spares made anew. */
+	/* A child that fails: none for a while; what was made is taken. */
 	ck_assert_int_eq(unlinkat(tdir, ".spares/new", AT_REMOVEDIR), 0);
+	fd = openat(tdir, ".spares/new", O_WRONLY | O_CREAT | O_EXCL |
+	    O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
 	ck_assert_int_eq(record_pool_fill(&dir, 100), 0);
 	st = pool_reap(100);
-	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == ENOENT);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == ENOTDIR);
+	ck_assert_uint_eq(dir.pool.end, 2 * RECORD_POOL);	/* it made none */
 	ck_assert_int_eq(record_pool_want(&dir, 100), -1);
+	ck_assert_int_eq(record_pool_want(&dir, 100 + RECORD_POOL_RETRY), 0);
+	ino = ino_at(tdir, ".spares/19");
+	ck_assert_int_eq(record_open(&r[n++], &dir, "t", 0), 0);
+	ck_assert_uint_eq(ino_at(dir.fd, "t"), ino);
+	while (dir.pool.next < 2 * RECORD_POOL) {
+		snprintf(id, sizeof(id), "u%d", n);
+		ck_assert_int_eq(record_open(&r[n++], &dir, id, 0), 0);
+		ck_assert(r[n - 1].metatmp);
+	}
+	ck_assert_int_eq(record_open(&r[n++], &dir, "v", 0), 0);
+	ck_assert(!tu_exists(dir.fd, "v/meta.json.tmp"));
 	ck_assert_int_eq(record_pool_want(&dir, 100 + RECORD_POOL_RETRY), 1);
+	ck_assert_int_eq(unlinkat(tdir, ".spares/new", 0), 0);
 	ck_assert_int_eq(record_pool_fill(&dir, 100 + RECORD_POOL_RETRY), 0);
 	st = pool_reap(100 + RECORD_POOL_RETRY);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-	ck_assert(!pool_has(18));		/* the old ones went with it */
-	ck_assert(pool_has(dir.pool.next));
-	ck_assert_int_eq(record_open(&r[n++], &dir, "r", 0), 0);
-	ck_assert(tu_exists(dir.fd, "r/meta.json.tmp"));
+	ck_assert(pool_has(2 * RECORD_POOL));
+
+	/* The pool removed under us: made anew by the next fill. */
+	ck_assert_int_eq(fsutil_rmtree(tdir, ".spares"), 0);
+	ck_assert_int_eq(record_pool_fill(&dir, 100 + RECORD_POOL_RETRY), 0);
+	st = pool_reap(100 + RECORD_POOL_RETRY);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert(pool_has(3 * RECORD_POOL));
+	ck_assert_int_eq(record_open(&r[n++], &dir, "w", 0), 0);
+	ck_assert(tu_exists(dir.fd, "w/meta.json.tmp"));
 
 	record_pool_drop(&dir);
 	ck_assert(!tu_exists(tdir, ".spares"));
+	ck_assert_int_eq(record_pool_want(&dir, 1000), -1);
 	record_spare_drop(&dir);
 	while (n > 0)
 		record_free(&r[--n]);
+}
+END_TEST
+
+/* Taken while its child still makes them: each one whole. */
+START_TEST(pool_taken_while_made)
+{
+	struct record	 r;
+	char		 id[16], path[64];
+	pid_t		 pid;
+	int		 i, st, taken = 0;
+
+	ck_assert_int_eq(record_pool_fill(&dir, 0), 0);
+	pid = dir.pool.pid;
+	while (!tu_exists(tdir, ".spares/0"))
+		;
+	for (i = 0;; i++) {
+		unsigned next = dir.pool.next;
+
+		snprintf(id, sizeof(id), "w%d", i);
+		ck_assert_int_eq(record_open(&r, &dir, id, 0), 0);
+		if (dir.pool.next != next) {
+			taken++;
+			ck_assert(r.metatmp && r.statustmp);
+		}
+		snprintf(path, sizeof(path), "%s/meta.json.tmp", id);
+		ck_assert(tu_exists(dir.fd, path) == r.metatmp);
+		snprintf(path, sizeof(path), "%s/status.json.tmp", id);
+		ck_assert(tu_exists(dir.fd, path) == r.statustmp);
+		record_free(&r);
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			break;
+	}
+	ck_assert(record_pool_reaped(&dir, pid, st, 0));
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert_int_gt(taken, 0);
+	record_pool_drop(&dir);
 }
 END_TEST
 
@@ -719,6 +780,7 @@ record_suite(void)
 	tcase_add_test(tc, spare_recycled_from_removed);
 	tcase_add_test(tc, spare_recycle_spares_other_links);
 	tcase_add_test(tc, pool_made_by_a_child);
+	tcase_add_test(tc, pool_taken_while_made);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("stored");
