@@ -1731,6 +1731,7 @@ proctab_stop_spares(struct proctab *t)
 	ev_idle_stop(t->loop, &t->spare);
 	record_pool_drop(&t->recs);
 	record_spare_drop(&t->recs);
+	t->recs.spare.off = true;	/* nor a removed record recycled */
 }
 
 /*

@@ -580,8 +580,8 @@ record_pool_take(struct record *r)
 		return -1;
 	snprintf(name, sizeof(name), "%u", q->next);
 	if ((fd = fsutil_open(q->fd, name, O_RDONLY | O_DIRECTORY, 0)) == -1) {
-		/* Not made yet, or never (passed over): see struct record_pool. */
-		if (q->pid == 0)
+		/* Not made yet, or gone: see struct record_pool. */
+		if (errno == ENOENT && q->pid == 0)
 			q->next++;
 		return -1;
 	}
@@ -590,8 +590,9 @@ record_pool_take(struct record *r)
 		close(fd);
 		if (err == EINVAL || err == ENOSYS || err == EPERM)
 			q->off = true;
-		else if (err != EEXIST && err != ENOENT)
-			q->next++;	/* not this one: the next may do */
+		else if (faccessat(q->fd, name, F_OK, AT_SYMLINK_NOFOLLOW) ==
+		    -1 && errno == ENOENT)
+			q->next++;	/* gone meanwhile */
 		errno = err;
 		return -1;
 	}
@@ -644,6 +645,10 @@ record_pool_fill(struct record_dir *d, double now)
 	pid_t			 pid;
 	int			 keep;
 
+	if (q->pid != 0) {
+		errno = EBUSY;
+		return -1;
+	}
 	if (record_pool_open(d) == -1)
 		goto fail;
 	keep = q->fd;
@@ -654,6 +659,7 @@ record_pool_fill(struct record_dir *d, double now)
 		_exit(record_pool_make(q->fd, q->end, RECORD_POOL));
 	}
 	q->pid = pid;
+	q->from = q->end;
 	q->end += RECORD_POOL;
 	return 0;
 fail:
@@ -679,7 +685,10 @@ record_pool_make(int poolfd, unsigned from, unsigned n)
 		return errno;
 	for (i = from; i != from + n && rc == 0; i++) {
 		snprintf(name, sizeof(name), "%u", i);
-		if (mkdirat(newfd, name, 0700) == -1 ||
+		/* One left by a child that failed on it: made anew. */
+		if ((mkdirat(newfd, name, 0700) == -1 && (errno != EEXIST ||
+		    fsutil_rmtree(newfd, name) == -1 ||
+		    mkdirat(newfd, name, 0700) == -1)) ||
 		    (fd = fsutil_open(newfd, name, O_RDONLY | O_DIRECTORY,
 		    0)) == -1)
 			return errno;
@@ -710,7 +719,8 @@ record_pool_reaped(struct record_dir *d, pid_t pid, int wstatus, double now)
 	log_warnx("event=spares_failed err=\"%s\"", WIFEXITED(wstatus) ?
 	    strerror(WEXITSTATUS(wstatus)) : "killed");
 	q->again = now + RECORD_POOL_RETRY;
-	for (n = q->next; n != q->end; n++) {
+	for (n = q->next - q->from < q->end - q->from ? q->next : q->from;
+	    n != q->end; n++) {
 		snprintf(name, sizeof(name), "%u", n);
 		if (faccessat(q->fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == -1)
 			break;

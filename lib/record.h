@@ -46,9 +46,9 @@ struct record_spare {
  * boot, each with meta.json's and status.json's temps made, empty.  The
  * child makes each in .spares/new and renames it whole, so that a launch
  * takes a complete one or none, and a launch's rename out of .spares
- * never waits for a create in it.  Names are never made twice: one
- * missing once no child works (gone, or its child failed first) is
- * passed over.
+ * never waits for a create in it.  Each name is renamed into .spares
+ * once; one missing there once no child works (removed from outside)
+ * is passed over.
  */
 struct record_pool {
 	bool	 made;		/* fd is open; false in a zeroed record_dir */
@@ -56,6 +56,7 @@ struct record_pool {
 				   the agent stops */
 	int	 fd;		/* .spares, while made */
 	unsigned next;		/* the name the next launch takes */
+	unsigned from;		/* the first name asked of the last child */
 	unsigned end;		/* one past the last name asked of a child */
 	pid_t	 pid;		/* the child making them, or 0 */
 	double	 again;		/* a child failed: none before this time */
@@ -159,8 +160,8 @@ int	record_pool_want(const struct record_dir *, double now);
 /*
  * Fork the child that makes RECORD_POOL more (.spares made, or made
  * anew if it was removed); its owner hands its exit to
- * record_pool_reaped.  0, or -1 and errno (none before RECORD_POOL_RETRY
- * then).
+ * record_pool_reaped.  0, or -1 and errno: EBUSY while one works, else
+ * none before RECORD_POOL_RETRY.
  */
 int	record_pool_fill(struct record_dir *, double now);
 /* pid was the pool's child: taken (true), its failure noted. */

@@ -607,7 +607,7 @@ ino_at(int dfd, const char *name)
 START_TEST(pool_made_by_a_child)
 {
 	struct record	 r[4 * RECORD_POOL];
-	char		 id[16], name[32];
+	char		 id[16], name[32], *s2;
 	ino_t		 ino;
 	int		 i, n = 0, st, fd;
 
@@ -688,11 +688,24 @@ START_TEST(pool_made_by_a_child)
 	ck_assert_int_eq(record_open(&r[n++], &dir, "v", 0), 0);
 	ck_assert(!tu_exists(dir.fd, "v/meta.json.tmp"));
 	ck_assert_int_eq(record_pool_want(&dir, 100 + RECORD_POOL_RETRY), 1);
+	/* A directory a failed child left half made is made anew. */
 	ck_assert_int_eq(unlinkat(tdir, ".spares/new", 0), 0);
+	ck_assert_int_eq(mkdirat(tdir, ".spares/new", 0700), 0);
+	ck_assert_int_eq(mkdirat(tdir, ".spares/new/64", 0700), 0);
+	fd = openat(tdir, ".spares/new/64/meta.json.tmp", O_WRONLY | O_CREAT |
+	    O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "x", 1), 1);
+	close(fd);
 	ck_assert_int_eq(record_pool_fill(&dir, 100 + RECORD_POOL_RETRY), 0);
+	ck_assert_int_eq(record_pool_fill(&dir, 100 + RECORD_POOL_RETRY), -1);
+	ck_assert_int_eq(errno, EBUSY);		/* one at a time */
 	st = pool_reap(100 + RECORD_POOL_RETRY);
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	ck_assert(pool_has(2 * RECORD_POOL));
+	s2 = tu_slurp(tdir, ".spares/64/meta.json.tmp", NULL);
+	ck_assert_str_eq(s2, "");
+	free(s2);
 
 	/* The pool removed under us: made anew by the next fill. */
 	ck_assert_int_eq(fsutil_rmtree(tdir, ".spares"), 0);
@@ -722,17 +735,16 @@ START_TEST(pool_taken_while_made)
 
 	ck_assert_int_eq(record_pool_fill(&dir, 0), 0);
 	pid = dir.pool.pid;
-	while (!tu_exists(tdir, ".spares/0"))
-		;
-	for (i = 0;; i++) {
+	for (i = 0; i < 5000 && !tu_exists(tdir, ".spares/0"); i++)
+		usleep(1000);
+	ck_assert_msg(tu_exists(tdir, ".spares/0"), "the child made none");
+	for (i = 0; i < 100000; i++) {
 		unsigned next = dir.pool.next;
 
 		snprintf(id, sizeof(id), "w%d", i);
 		ck_assert_int_eq(record_open(&r, &dir, id, 0), 0);
-		if (dir.pool.next != next) {
+		if (dir.pool.next != next)
 			taken++;
-			ck_assert(r.metatmp && r.statustmp);
-		}
 		snprintf(path, sizeof(path), "%s/meta.json.tmp", id);
 		ck_assert(tu_exists(dir.fd, path) == r.metatmp);
 		snprintf(path, sizeof(path), "%s/status.json.tmp", id);
@@ -741,6 +753,7 @@ START_TEST(pool_taken_while_made)
 		if (waitpid(pid, &st, WNOHANG) == pid)
 			break;
 	}
+	ck_assert_msg(i < 100000, "the child did not end");
 	ck_assert(record_pool_reaped(&dir, pid, st, 0));
 	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	ck_assert_int_gt(taken, 0);
