@@ -719,6 +719,7 @@ record_pool_reaped(struct record_dir *d, pid_t pid, int wstatus, double now)
 	log_warnx("event=spares_failed err=\"%s\"", WIFEXITED(wstatus) ?
 	    strerror(WEXITSTATUS(wstatus)) : "killed");
 	q->again = now + RECORD_POOL_RETRY;
+	/* From its first name, or from the next if launches took past it. */
 	for (n = q->next - q->from < q->end - q->from ? q->next : q->from;
 	    n != q->end; n++) {
 		snprintf(name, sizeof(name), "%u", n);
