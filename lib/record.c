@@ -7,6 +7,7 @@
  * meta and status (status_failed while the state dir refuses them, so
  * that its owner can retry), the store's files given back and reopened,
  * the read-only open of an earlier boot's record, marking lost records,
+ * the directories made ahead (.spare on the loop, .spares by a child),
  * and the syncfs child.  What a status says is its owner's (proc).
  */
 #include <sys/resource.h>
