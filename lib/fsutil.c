@@ -484,6 +484,16 @@ fsutil_rmtree(int dirfd, const char *name)
 }
 
 int
+fsutil_mkdir_anew(int dirfd, const char *name)
+{
+	if (mkdirat(dirfd, name, 0700) == -1 && (errno != EEXIST ||
+	    fsutil_rmtree(dirfd, name) == -1 ||
+	    mkdirat(dirfd, name, 0700) == -1))
+		return -1;
+	return fsutil_open(dirfd, name, O_RDONLY | O_DIRECTORY, 0);
+}
+
+int
 fsutil_mkdirs(int dirfd, const char *path)
 {
 	char	buf[PATH_MAX], *p;

@@ -70,6 +70,12 @@ int	fsutil_write_new_tmp(int dirfd, const char *name, bool made,
 /* Remove name (a file or a whole tree) in dirfd.  ENOENT is success. */
 int	fsutil_rmtree(int dirfd, const char *name);
 /*
+ * name (one component) made anew in dirfd, empty, mode 0700 (whatever
+ * was there under the name removed first), and opened as
+ * fsutil_open(O_RDONLY | O_DIRECTORY) does.  The fd, or -1 and errno.
+ */
+int	fsutil_mkdir_anew(int dirfd, const char *name);
+/*
  * mkdir -p, mode 0700.  Under a directory fd as fsutil_opendirs; with
  * AT_FDCWD (the state dir named on the command line) links are followed.
  */

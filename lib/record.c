@@ -375,12 +375,7 @@ record_spare_make(struct record_dir *d)
 	s->meta = s->status = false;
 	s->made = true;
 	/* One left by a spare dropped without removal: a new one. */
-	if (mkdirat(pfd, RECORD_SPARE, 0700) == -1 && (errno != EEXIST ||
-	    fsutil_rmtree(pfd, RECORD_SPARE) == -1 ||
-	    mkdirat(pfd, RECORD_SPARE, 0700) == -1))
-		goto fail;
-	if ((s->dirfd = fsutil_open(pfd, RECORD_SPARE, O_RDONLY |
-	    O_DIRECTORY, 0)) == -1)
+	if ((s->dirfd = fsutil_mkdir_anew(pfd, RECORD_SPARE)) == -1)
 		goto fail;
 	return 1;
 fail:
@@ -623,17 +618,13 @@ record_pool_open(struct record_dir *d)
 	if ((pfd = openat(d->fd, "..", O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1)
 		return -1;
-	if ((mkdirat(pfd, RECORD_POOLDIR, 0700) == -1 && (errno != EEXIST ||
-	    fsutil_rmtree(pfd, RECORD_POOLDIR) == -1 ||
-	    mkdirat(pfd, RECORD_POOLDIR, 0700) == -1)) ||
-	    (fd = fsutil_open(pfd, RECORD_POOLDIR, O_RDONLY | O_DIRECTORY,
-	    0)) == -1) {
-		err = errno;
-		close(pfd);
+	fd = fsutil_mkdir_anew(pfd, RECORD_POOLDIR);
+	err = errno;
+	close(pfd);
+	if (fd == -1) {
 		errno = err;
 		return -1;
 	}
-	close(pfd);
 	q->fd = fd;
 	q->made = true;
 	return 0;
@@ -687,11 +678,7 @@ record_pool_make(int poolfd, unsigned from, unsigned n)
 	for (i = from; i != from + n && rc == 0; i++) {
 		snprintf(name, sizeof(name), "%u", i);
 		/* One left by a child that failed on it: made anew. */
-		if ((mkdirat(newfd, name, 0700) == -1 && (errno != EEXIST ||
-		    fsutil_rmtree(newfd, name) == -1 ||
-		    mkdirat(newfd, name, 0700) == -1)) ||
-		    (fd = fsutil_open(newfd, name, O_RDONLY | O_DIRECTORY,
-		    0)) == -1)
+		if ((fd = fsutil_mkdir_anew(newfd, name)) == -1)
 			return errno;
 		rc = fsutil_tmp_make(fd, RECORD_META) == -1 ||
 		    fsutil_tmp_make(fd, RECORD_STATUS) == -1 ||

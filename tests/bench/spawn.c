@@ -154,47 +154,47 @@ spawn_once(const char *path)
 	return spawn_argv(argv, NULL);
 }
 
-/* run: argv N times (WARM more untimed), its stdout to /dev/null. */
+/* argv (with fa) WARM times untimed, then N timed: its report. */
 static int
-cmd_run(long n, long warm, char **argv)
+spawn_times(long n, long warm, char **argv,
+    const posix_spawn_file_actions_t *fa)
 {
-	posix_spawn_file_actions_t fa;
 	int64_t	*t;
 	long	 i;
 
 	if ((t = calloc((size_t)n, sizeof(*t))) == NULL)
 		die("calloc:");
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	for (i = -warm; i < n; i++) {
-		int64_t dt = spawn_argv(argv, &fa);
+		int64_t dt = spawn_argv(argv, fa);
 
 		if (i >= 0)
 			t[i] = dt;
 	}
 	report("", t, (size_t)n);
-	posix_spawn_file_actions_destroy(&fa);
 	free(t);
 	return 0;
+}
+
+/* run: argv, its stdout to /dev/null. */
+static int
+cmd_run(long n, long warm, char **argv)
+{
+	posix_spawn_file_actions_t fa;
+	int	rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	rc = spawn_times(n, warm, argv, &fa);
+	posix_spawn_file_actions_destroy(&fa);
+	return rc;
 }
 
 static int
 cmd_spawn(long n, long warm, const char *path)
 {
-	int64_t	*t;
-	long	 i;
+	char	*argv[] = { (char *)path, NULL };
 
-	if ((t = calloc((size_t)n, sizeof(*t))) == NULL)
-		die("calloc:");
-	for (i = -warm; i < n; i++) {
-		int64_t dt = spawn_once(path);
-
-		if (i >= 0)
-			t[i] = dt;
-	}
-	report("", t, (size_t)n);
-	free(t);
-	return 0;
+	return spawn_times(n, warm, argv, NULL);
 }
 
 /* ------------------------------------------------------------ HTTP */

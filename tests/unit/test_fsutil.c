@@ -335,6 +335,42 @@ START_TEST(rmtree_does_not_follow_links)
 }
 END_TEST
 
+/* Made anew whatever was under the name; a link is removed, not followed. */
+START_TEST(mkdir_anew_replaces)
+{
+	struct stat	st;
+	int		fd;
+
+	fd = fsutil_mkdir_anew(tdir, "fresh");
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(st.st_mode & 0777, 0700);
+	close(fd);
+	tu_put(tdir, "fresh/old", "1");
+	ck_assert_int_ge(fd = fsutil_mkdir_anew(tdir, "fresh"), 0);
+	close(fd);
+	ck_assert(tu_exists(tdir, "fresh"));
+	ck_assert(!tu_exists(tdir, "fresh/old"));
+	tu_put(tdir, "file", "x");
+	ck_assert_int_ge(fd = fsutil_mkdir_anew(tdir, "file"), 0);
+	close(fd);
+	ck_assert_int_eq(fstatat(tdir, "file", &st, 0), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "outside"), 0);
+	tu_put(tdir, "outside/keep", "precious");
+	ck_assert_int_eq(symlinkat("outside", tdir, "link"), 0);
+	ck_assert_int_ge(fd = fsutil_mkdir_anew(tdir, "link"), 0);
+	close(fd);
+	ck_assert(tu_exists(tdir, "outside/keep"));
+	ck_assert_int_eq(fstatat(tdir, "link", &st, AT_SYMLINK_NOFOLLOW), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	errno = 0;
+	ck_assert_int_eq(fsutil_mkdir_anew(tdir, "no/such/parent"), -1);
+	ck_assert_int_eq(errno, ENOENT);
+}
+END_TEST
+
 START_TEST(mkdirs_nested_idempotent)
 {
 	struct stat	 st;
@@ -583,6 +619,7 @@ fsutil_suite(void)
 
 	tc = tcase_create("mkdirs");
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, mkdir_anew_replaces);
 	tcase_add_test(tc, mkdirs_nested_idempotent);
 	tcase_add_test(tc, mkdirs_absolute_and_failures);
 	suite_add_tcase(s, tc);
