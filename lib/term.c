@@ -639,9 +639,9 @@ term_outwait_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /*
  * Move what the master holds into the store, `rounds` reads at most.
- * EIO (or 0) means the slave is closed and every byte was read: once
- * the leader is reaped too, that is the end.  Watchers hear of the
- * output before the end.  The bytes taken.
+ * EIO said twice (or 0) means the slave is closed and every byte was
+ * read: once the leader is reaped too, that is the end.  Watchers hear
+ * of the output before the end.  The bytes taken.
  */
 static size_t
 term_drain(struct term *t, int rounds)
@@ -650,7 +650,7 @@ term_drain(struct term *t, int rounds)
 	uint64_t	 nrec = ls->nrec, end = ls->end[0];
 	size_t		 taken = 0;
 	ssize_t		 n;
-	bool		 closed = false;
+	bool		 closed = false, eio = false;
 
 	while (t->master != -1 && rounds-- > 0) {
 		n = logstore_drain(ls, 0, t->master);
@@ -660,6 +660,12 @@ term_drain(struct term *t, int rounds)
 		}
 		if (n == -1 && (errno == EAGAIN || errno == EINTR))
 			break;
+		/* A first EIO can come before the last bytes (pty_read). */
+		if (n == -1 && errno == EIO && !eio) {
+			eio = true;
+			rounds++;
+			continue;
+		}
 		term_master_close(t);
 		closed = true;
 	}
