@@ -19,6 +19,19 @@
  *	posix_spawn ARGV (ARGV[0] a path; stdout to /dev/null) + waitpid,
  *	WARM untimed then N timed: the floor of the start-to-ready figure.
  *
+ *   spawnbench serve SOCKET PATH [DIR]
+ *	The least an exec server on a unix socket can do, as the floor of
+ *	the agent's exec: accept one connection at a time; for each
+ *	request (a head, then Content-Length bytes) posix_spawn(PATH) in
+ *	a process group of its own, stdout and stderr on pipes; wait in
+ *	epoll for both pipes' EOF and SIGCHLD (signalfd), reap, reply 200
+ *	with {"code":0}.  No JSON, no IDs, no logs.  With DIR, what the
+ *	agent's record asks of the disk too, in the agent's order: the
+ *	child's oom_score_adj raised and DIR/meta.json written (a temp,
+ *	renamed) while it runs; after the reply a sched_yield, then
+ *	DIR/status.json the same way.  Runs until killed; prints "ready"
+ *	once it listens.
+ *
  *   spawnbench ready SOCKET LOG ARGV...
  *	posix_spawn ARGV (stdout and stderr to LOG), then connect to SOCKET
  *	and GET /v1/health until a 200 comes back: the time from spawn to
@@ -29,6 +42,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -36,6 +50,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -388,6 +404,186 @@ cmd_rtt(const char *sock, long n, long warm, const char *path)
 	return 0;
 }
 
+/* ------------------------------------------------------------ serve */
+
+/* Read fd to EOF (non-blocking): 1 at EOF, 0 for now. */
+static int
+drain_eof(int fd)
+{
+	char	d[4096];
+	ssize_t	n;
+
+	while ((n = read(fd, d, sizeof(d))) > 0)
+		;
+	if (n == 0)
+		return 1;
+	if (errno != EAGAIN && errno != EINTR)
+		die("read pipe:");
+	return 0;
+}
+
+/* n bytes of d into dir/name, through a temp renamed over it. */
+static void
+put_file(const char *dir, const char *name, const void *d, size_t n)
+{
+	char	tmp[4096], path[4096];
+	int	fd;
+
+	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0640)) == -1)
+		die("open %s:", tmp);
+	write_all(fd, d, n);
+	close(fd);
+	if (rename(tmp, path) == -1)
+		die("rename %s:", tmp);
+}
+
+/* One request's head and body in buf: its length, or 0 if not whole. */
+static size_t
+request_len(const char *buf, size_t have)
+{
+	const char	*eoh, *cl;
+	size_t		 head;
+
+	if ((eoh = memmem(buf, have, "\r\n\r\n", 4)) == NULL)
+		return 0;
+	head = (size_t)(eoh - buf) + 4;
+	cl = memmem(buf, head, "Content-Length:", 15);
+	head += cl != NULL ? strtoul(cl + 15, NULL, 10) : 0;
+	return have >= head ? head : 0;
+}
+
+static int
+cmd_serve(const char *sock, const char *path, const char *dir)
+{
+	static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Type: "
+	    "application/json\r\nContent-Length: 10\r\n\r\n{\"code\":0}";
+	struct sockaddr_un sun;
+	struct epoll_event ev, evs[8];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t mask, none;
+	char	 buf[64 * 1024], *argv[] = { (char *)path, NULL };
+	size_t	 have = 0, len;
+	ssize_t	 n;
+	pid_t	 pid = -1;
+	int	 ls, c = -1, sfd, ep, out[2], err[2], open_pipes = 0, i, k, st;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigemptyset(&none);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	if ((sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) == -1 ||
+	    (ep = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
+	    (ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		die("setup:");
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
+	unlink(sock);
+	if (bind(ls, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(ls, 16) == -1)
+		die("listen %s:", sock);
+	posix_spawnattr_init(&attr);
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
+	    POSIX_SPAWN_SETSIGMASK);
+	posix_spawnattr_setpgroup(&attr, 0);
+	posix_spawnattr_setsigmask(&attr, &none);
+	ev.events = EPOLLIN;
+	ev.data.fd = sfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.fd = ls;
+	epoll_ctl(ep, EPOLL_CTL_ADD, ls, &ev);
+	printf("ready\n");
+	for (;;) {
+		if ((n = epoll_wait(ep, evs, 8, -1)) == -1) {
+			if (errno == EINTR)
+				continue;
+			die("epoll_wait:");
+		}
+		for (i = 0; i < n; i++) {
+			int fd = evs[i].data.fd;
+
+			if (fd == ls) {
+				if (c != -1 || (c = accept4(ls, NULL, NULL,
+				    SOCK_CLOEXEC)) == -1)
+					continue;
+				have = 0;
+				ev.data.fd = c;
+				epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
+			} else if (fd == c) {
+				if ((k = (int)read(c, buf + have,
+				    sizeof(buf) - have)) <= 0) {
+					close(c);
+					c = -1;
+					continue;
+				}
+				have += (size_t)k;
+				if ((len = request_len(buf, have)) == 0)
+					continue;
+				if (pipe2(out, O_CLOEXEC) == -1 ||
+				    pipe2(err, O_CLOEXEC) == -1)
+					die("pipe2:");
+				posix_spawn_file_actions_init(&fa);
+				posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+				posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+				if ((k = posix_spawn(&pid, path, &fa, &attr,
+				    argv, environ)) != 0) {
+					errno = k;
+					die("posix_spawn %s:", path);
+				}
+				posix_spawn_file_actions_destroy(&fa);
+				if (dir != NULL) {
+					char f[64];
+
+					snprintf(f, sizeof(f),
+					    "/proc/%d/oom_score_adj", (int)pid);
+					if ((k = open(f, O_WRONLY |
+					    O_CLOEXEC)) != -1) {
+						(void)!write(k, "100", 3);
+						close(k);
+					}
+					put_file(dir, "meta.json", buf, len);
+				}
+				memmove(buf, buf + len, have - len);
+				have -= len;
+				close(out[1]);
+				close(err[1]);
+				fcntl(out[0], F_SETFL, O_NONBLOCK);
+				fcntl(err[0], F_SETFL, O_NONBLOCK);
+				ev.data.fd = out[0];
+				epoll_ctl(ep, EPOLL_CTL_ADD, out[0], &ev);
+				ev.data.fd = err[0];
+				epoll_ctl(ep, EPOLL_CTL_ADD, err[0], &ev);
+				open_pipes = 2;
+			} else if (fd == sfd) {
+				struct signalfd_siginfo si;
+
+				while (read(sfd, &si, sizeof(si)) > 0)
+					;
+				if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid)
+					pid = 0;
+			} else if (drain_eof(fd)) {
+				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+				close(fd);
+				open_pipes--;
+			}
+			if (pid == 0 && open_pipes == 0) {
+				pid = -1;
+				if (c != -1)
+					write_all(c, reply, sizeof(reply) - 1);
+				if (dir != NULL) {
+					sched_yield();
+					put_file(dir, "status.json", reply,
+					    sizeof(reply) - 1);
+				}
+			}
+		}
+	}
+}
+
 /* ------------------------------------------------------------ ready */
 
 static int
@@ -492,6 +688,8 @@ main(int argc, char **argv)
 	if (argc == 6 && strcmp(argv[1], "rtt") == 0)
 		return cmd_rtt(argv[2], count(argv[3], 1), count(argv[4], 0),
 		    argv[5]);
+	if ((argc == 4 || argc == 5) && strcmp(argv[1], "serve") == 0)
+		return cmd_serve(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
 	if (argc >= 5 && strcmp(argv[1], "ready") == 0)
 		return cmd_ready(argv[2], argv[3], argv + 4);
 	if (argc >= 5 && strcmp(argv[1], "run") == 0)
@@ -500,6 +698,7 @@ main(int argc, char **argv)
 	    "       spawnbench run N WARM ARGV...\n"
 	    "       spawnbench exec SOCKET N WARM JSON [PATH]\n"
 	    "       spawnbench rtt SOCKET N WARM PATH\n"
+	    "       spawnbench serve SOCKET PATH [DIR]\n"
 	    "       spawnbench ready SOCKET LOG ARGV...\n");
 	return 2;
 }
