@@ -1234,10 +1234,13 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 			p->code = 128 + p->sig;
 		} else
 			p->code = WEXITSTATUS(wstatus);
-		/* The timeout still runs: it bounds the group, not the root. */
+		/*
+		 * The timeout still runs: it bounds the group, not the root.
+		 * Watchers first: an exec's reply need not wait for a log line.
+		 */
+		proc_notify(p, PROC_EV_EXIT);
 		log_info("event=process_exited id=%s pid=%d code=%d signal=%d",
 		    p->id, (int)pid, p->code, p->sig);
-		proc_notify(p, PROC_EV_EXIT);
 		proc_check_settled(p);
 		return;
 	}
