@@ -141,14 +141,16 @@ $(BUILD)/unit-%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/main-%.o \
 $(BUILD)/unit: $(UNIT_BIN) Makefile
 	@printf '%s\n' '#!/bin/sh' \
 	    '# Made by the Makefile: every unit suite, each under "$$@" if given.' \
-	    '# A failed suite'"'"'s failures are said again at the end.' \
+	    '# A failed suite'"'"'s failures are said again at the end (each' \
+	    '# suite'"'"'s stdout is held until it ends).' \
 	    'd=$$(dirname "$$0"); failed=; why=' \
 	    'for s in $(UNIT_SUITES); do' \
 	    '	out=$$("$$@" "$$d/unit-$$s") && ok=1 || ok=' \
 	    '	printf "%s\n" "$$out"' \
 	    '	[ -n "$$ok" ] && continue' \
 	    '	failed="$$failed $$s"' \
-	    '	why="$$why$$(printf "%s\n" "$$out" | grep ":[EF]:")$$(printf "\n_")"' \
+	    '	why="$$why$$(printf "%s\n" "$$out" | grep ":[EF]:" ||' \
+	    '	    echo "unit-$$s: failed, no check failure line (see above)")$$(printf "\n_")"' \
 	    '	why="$${why%_}"' \
 	    'done' \
 	    '[ -z "$$failed" ] || { printf "%s" "$$why" >&2;' \

@@ -31,6 +31,7 @@
 
 #include <sys/types.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tunables.h"
@@ -53,6 +54,11 @@ int	pty_resize(int masterfd, unsigned int cols, unsigned int rows);
 pid_t	pty_foreground(int masterfd);
 /* Up to n bytes into d, *got set. */
 enum pty_read_result pty_read(int masterfd, void *d, size_t n, size_t *got);
+/*
+ * An EIO from the master: the end only if the read before it (seen,
+ * false to begin with) was an EIO too, else read once more.
+ */
+bool	pty_eio_is_end(bool *seen);
 
 /*
  * In a forked child after setsid(), before exec: open the slave, which

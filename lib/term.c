@@ -639,8 +639,8 @@ term_outwait_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 /*
  * Move what the master holds into the store, `rounds` reads at most.
- * EIO said twice (or 0) means the slave is closed and every byte was
- * read: once the leader is reaped too, that is the end.  Watchers hear
+ * EIO (pty_eio_is_end) or 0 means the slave is closed and every byte
+ * was read: once the leader is reaped too, that is the end.  Watchers hear
  * of the output before the end.  The bytes taken.
  */
 static size_t
@@ -660,9 +660,7 @@ term_drain(struct term *t, int rounds)
 		}
 		if (n == -1 && (errno == EAGAIN || errno == EINTR))
 			break;
-		/* A first EIO can come before the last bytes (pty_read). */
-		if (n == -1 && errno == EIO && !eio) {
-			eio = true;
+		if (n == -1 && errno == EIO && !pty_eio_is_end(&eio)) {
 			rounds++;
 			continue;
 		}

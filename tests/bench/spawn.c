@@ -406,20 +406,24 @@ cmd_rtt(const char *sock, long n, long warm, const char *path)
 
 /* ------------------------------------------------------------ serve */
 
-/* Read fd to EOF (non-blocking): 1 at EOF, 0 for now. */
-static int
-drain_eof(int fd)
-{
-	char	d[4096];
-	ssize_t	n;
+struct serve {
+	const char	*path, *dir;	/* the program; the record's dir or NULL */
+	int		 ep, ls, sfd;	/* epoll, listener, signalfd */
+	int		 c;		/* the one connection, or -1 */
+	char		 buf[64 * 1024];	/* its unread bytes, NUL after */
+	size_t		 have;
+	pid_t		 pid;		/* the child; 0 reaped; -1 none */
+	int		 pipes;		/* its pipes not at EOF yet */
+	posix_spawnattr_t attr;
+};
 
-	while ((n = read(fd, d, sizeof(d))) > 0)
-		;
-	if (n == 0)
-		return 1;
-	if (errno != EAGAIN && errno != EINTR)
-		die("read pipe:");
-	return 0;
+static void
+serve_watch(struct serve *v, int fd, int op)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	if (epoll_ctl(v->ep, op, fd, &ev) == -1)
+		die("epoll_ctl:");
 }
 
 /* n bytes of d into dir/name, through a temp renamed over it. */
@@ -440,146 +444,187 @@ put_file(const char *dir, const char *name, const void *d, size_t n)
 		die("rename %s:", tmp);
 }
 
-/* One request's head and body in buf: its length, or 0 if not whole. */
+/* The length of the whole request at the head of buf, or 0. */
 static size_t
 request_len(const char *buf, size_t have)
 {
 	const char	*eoh, *cl;
-	size_t		 head;
+	size_t		 len;
 
-	if ((eoh = memmem(buf, have, "\r\n\r\n", 4)) == NULL)
+	if ((eoh = strstr(buf, "\r\n\r\n")) == NULL)
 		return 0;
-	head = (size_t)(eoh - buf) + 4;
-	cl = memmem(buf, head, "Content-Length:", 15);
-	head += cl != NULL ? strtoul(cl + 15, NULL, 10) : 0;
-	return have >= head ? head : 0;
+	len = (size_t)(eoh - buf) + 4;
+	if ((cl = strcasestr(buf, "\r\nContent-Length:")) != NULL && cl < eoh)
+		len += strtoul(cl + 17, NULL, 10);
+	return have >= len ? len : 0;
+}
+
+/* A whole request and no child: start one, stdout and stderr on pipes. */
+static void
+serve_start(struct serve *v)
+{
+	posix_spawn_file_actions_t fa;
+	char	*argv[] = { (char *)v->path, NULL }, f[64];
+	size_t	 len;
+	int	 out[2], err[2], rc, fd;
+
+	if (v->pid != -1 || (len = request_len(v->buf, v->have)) == 0)
+		return;
+	if (pipe2(out, O_CLOEXEC) == -1 || pipe2(err, O_CLOEXEC) == -1)
+		die("pipe2:");
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+	if ((rc = posix_spawn(&v->pid, v->path, &fa, &v->attr, argv,
+	    environ)) != 0) {
+		errno = rc;
+		die("posix_spawn %s:", v->path);
+	}
+	posix_spawn_file_actions_destroy(&fa);
+	if (v->dir != NULL) {
+		snprintf(f, sizeof(f), "/proc/%d/oom_score_adj", (int)v->pid);
+		if ((fd = open(f, O_WRONLY | O_CLOEXEC)) != -1) {
+			(void)!write(fd, "100", 3);
+			close(fd);
+		}
+		put_file(v->dir, "meta.json", v->buf, len);
+	}
+	memmove(v->buf, v->buf + len, v->have - len + 1);
+	v->have -= len;
+	close(out[1]);
+	close(err[1]);
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
+	fcntl(err[0], F_SETFL, O_NONBLOCK);
+	serve_watch(v, out[0], EPOLL_CTL_ADD);
+	serve_watch(v, err[0], EPOLL_CTL_ADD);
+	v->pipes = 2;
+}
+
+/* Reaped and both pipes at EOF: the reply, then the next request. */
+static void
+serve_done(struct serve *v)
+{
+	static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Type: "
+	    "application/json\r\nContent-Length: 10\r\n\r\n{\"code\":0}";
+
+	if (v->pid != 0 || v->pipes > 0)
+		return;
+	v->pid = -1;
+	if (v->c != -1)
+		write_all(v->c, reply, sizeof(reply) - 1);
+	if (v->dir != NULL) {
+		sched_yield();
+		put_file(v->dir, "status.json", reply, sizeof(reply) - 1);
+	}
+	serve_start(v);
+}
+
+/* One connection at a time: the listener rests while one is open. */
+static void
+serve_conn(struct serve *v, int fd)
+{
+	ssize_t	n;
+
+	if (fd == v->ls) {
+		if ((v->c = accept4(v->ls, NULL, NULL, SOCK_CLOEXEC)) == -1)
+			return;
+		v->have = 0;
+		v->buf[0] = '\0';
+		serve_watch(v, v->ls, EPOLL_CTL_DEL);
+		serve_watch(v, v->c, EPOLL_CTL_ADD);
+		return;
+	}
+	if ((n = read(v->c, v->buf + v->have, sizeof(v->buf) - 1 -
+	    v->have)) <= 0) {
+		close(v->c);
+		v->c = -1;
+		serve_watch(v, v->ls, EPOLL_CTL_ADD);
+		return;
+	}
+	v->have += (size_t)n;
+	v->buf[v->have] = '\0';
+	serve_start(v);
+}
+
+/* A pipe's bytes thrown away; at EOF it is closed. */
+static void
+serve_pipe(struct serve *v, int fd)
+{
+	char	d[4096];
+	ssize_t	n;
+
+	while ((n = read(fd, d, sizeof(d))) > 0)
+		;
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == -1)
+		die("read pipe:");
+	serve_watch(v, fd, EPOLL_CTL_DEL);
+	close(fd);
+	v->pipes--;
+}
+
+static void
+serve_reap(struct serve *v)
+{
+	struct signalfd_siginfo si;
+	int	st;
+
+	while (read(v->sfd, &si, sizeof(si)) > 0)
+		;
+	if (v->pid > 0 && waitpid(v->pid, &st, WNOHANG) == v->pid)
+		v->pid = 0;
 }
 
 static int
 cmd_serve(const char *sock, const char *path, const char *dir)
 {
-	static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Type: "
-	    "application/json\r\nContent-Length: 10\r\n\r\n{\"code\":0}";
+	static struct serve v;
 	struct sockaddr_un sun;
-	struct epoll_event ev, evs[8];
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t attr;
+	struct epoll_event evs[8];
 	sigset_t mask, none;
-	char	 buf[64 * 1024], *argv[] = { (char *)path, NULL };
-	size_t	 have = 0, len;
-	ssize_t	 n;
-	pid_t	 pid = -1;
-	int	 ls, c = -1, sfd, ep, out[2], err[2], open_pipes = 0, i, k, st;
+	int	 n, i, fd;
 
+	v.path = path;
+	v.dir = dir;
+	v.c = v.pid = -1;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigemptyset(&none);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	if ((sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) == -1 ||
-	    (ep = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
-	    (ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+	posix_spawnattr_init(&v.attr);
+	posix_spawnattr_setflags(&v.attr, POSIX_SPAWN_SETPGROUP |
+	    POSIX_SPAWN_SETSIGMASK);
+	posix_spawnattr_setsigmask(&v.attr, &none);
+	if ((v.sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) == -1 ||
+	    (v.ep = epoll_create1(EPOLL_CLOEXEC)) == -1 ||
+	    (v.ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 		die("setup:");
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
 	unlink(sock);
-	if (bind(ls, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
-	    listen(ls, 16) == -1)
+	if (bind(v.ls, (struct sockaddr *)&sun, sizeof(sun)) == -1 ||
+	    listen(v.ls, 16) == -1)
 		die("listen %s:", sock);
-	posix_spawnattr_init(&attr);
-	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP |
-	    POSIX_SPAWN_SETSIGMASK);
-	posix_spawnattr_setpgroup(&attr, 0);
-	posix_spawnattr_setsigmask(&attr, &none);
-	ev.events = EPOLLIN;
-	ev.data.fd = sfd;
-	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-	ev.data.fd = ls;
-	epoll_ctl(ep, EPOLL_CTL_ADD, ls, &ev);
-	printf("ready\n");
+	serve_watch(&v, v.sfd, EPOLL_CTL_ADD);
+	serve_watch(&v, v.ls, EPOLL_CTL_ADD);
+	printf("ready\n");	/* line-buffered: see main */
 	for (;;) {
-		if ((n = epoll_wait(ep, evs, 8, -1)) == -1) {
+		if ((n = epoll_wait(v.ep, evs, 8, -1)) == -1) {
 			if (errno == EINTR)
 				continue;
 			die("epoll_wait:");
 		}
 		for (i = 0; i < n; i++) {
-			int fd = evs[i].data.fd;
-
-			if (fd == ls) {
-				if (c != -1 || (c = accept4(ls, NULL, NULL,
-				    SOCK_CLOEXEC)) == -1)
-					continue;
-				have = 0;
-				ev.data.fd = c;
-				epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
-			} else if (fd == c) {
-				if ((k = (int)read(c, buf + have,
-				    sizeof(buf) - have)) <= 0) {
-					close(c);
-					c = -1;
-					continue;
-				}
-				have += (size_t)k;
-				if ((len = request_len(buf, have)) == 0)
-					continue;
-				if (pipe2(out, O_CLOEXEC) == -1 ||
-				    pipe2(err, O_CLOEXEC) == -1)
-					die("pipe2:");
-				posix_spawn_file_actions_init(&fa);
-				posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-				posix_spawn_file_actions_adddup2(&fa, err[1], 2);
-				if ((k = posix_spawn(&pid, path, &fa, &attr,
-				    argv, environ)) != 0) {
-					errno = k;
-					die("posix_spawn %s:", path);
-				}
-				posix_spawn_file_actions_destroy(&fa);
-				if (dir != NULL) {
-					char f[64];
-
-					snprintf(f, sizeof(f),
-					    "/proc/%d/oom_score_adj", (int)pid);
-					if ((k = open(f, O_WRONLY |
-					    O_CLOEXEC)) != -1) {
-						(void)!write(k, "100", 3);
-						close(k);
-					}
-					put_file(dir, "meta.json", buf, len);
-				}
-				memmove(buf, buf + len, have - len);
-				have -= len;
-				close(out[1]);
-				close(err[1]);
-				fcntl(out[0], F_SETFL, O_NONBLOCK);
-				fcntl(err[0], F_SETFL, O_NONBLOCK);
-				ev.data.fd = out[0];
-				epoll_ctl(ep, EPOLL_CTL_ADD, out[0], &ev);
-				ev.data.fd = err[0];
-				epoll_ctl(ep, EPOLL_CTL_ADD, err[0], &ev);
-				open_pipes = 2;
-			} else if (fd == sfd) {
-				struct signalfd_siginfo si;
-
-				while (read(sfd, &si, sizeof(si)) > 0)
-					;
-				if (pid > 0 && waitpid(pid, &st, WNOHANG) == pid)
-					pid = 0;
-			} else if (drain_eof(fd)) {
-				epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
-				close(fd);
-				open_pipes--;
-			}
-			if (pid == 0 && open_pipes == 0) {
-				pid = -1;
-				if (c != -1)
-					write_all(c, reply, sizeof(reply) - 1);
-				if (dir != NULL) {
-					sched_yield();
-					put_file(dir, "status.json", reply,
-					    sizeof(reply) - 1);
-				}
-			}
+			fd = evs[i].data.fd;
+			if (fd == v.sfd)
+				serve_reap(&v);
+			else if (fd == v.ls || fd == v.c)
+				serve_conn(&v, fd);
+			else
+				serve_pipe(&v, fd);
+			serve_done(&v);
 		}
 	}
 }
