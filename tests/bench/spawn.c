@@ -27,10 +27,12 @@
  *	epoll for both pipes' EOF and SIGCHLD (signalfd), reap, reply 200
  *	with {"code":0}.  No JSON, no IDs, no logs.  With DIR, what the
  *	agent's record asks of the disk too, in the agent's order: the
- *	child's oom_score_adj raised and DIR/meta.json written (a temp,
- *	renamed) while it runs; after the reply a sched_yield, then
- *	DIR/status.json the same way.  Runs until killed; prints "ready"
- *	once it listens.
+ *	child's oom_score_adj raised and DIR/meta.json written (a new
+ *	temp, renamed over it) while it runs; after the reply a
+ *	sched_yield, then DIR/status.json the same way.  (The agent's
+ *	temps and directory are made ahead by a child: it creates no inode
+ *	on its loop, where this makes two per exec.)  Runs until killed;
+ *	prints "ready" once it listens.
  *
  *   spawnbench ready SOCKET LOG ARGV...
  *	posix_spawn ARGV (stdout and stderr to LOG), then connect to SOCKET
