@@ -230,8 +230,8 @@ END_TEST
  * A reader that never sleeps still reads the bytes written just before
  * the exit, before the end: Linux can answer EIO while they are still
  * on their way, which pty_read must not take for the end.  The race is
- * rare (here once in 2,000 to 60,000 exits, more under load): without
- * the second read this failed one run in twelve on a quiet machine.
+ * rare and uneven (pty_eio_is_end): without the second read this test
+ * failed one run in twelve here.
  */
 START_TEST(no_end_before_the_last_bytes)
 {
