@@ -220,7 +220,7 @@ bench: all static $(BUILD)/spawnbench
 
 $(BUILD)/spawnbench: tests/bench/spawn.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $<
+	$(CC) $(CFLAGS) $(LDFLAGS) -pthread -o $@ $<
 
 # ------------------------------------------------------------------
 # The static binary and the images (README, "A container image").

@@ -19,7 +19,7 @@
  *	posix_spawn ARGV (ARGV[0] a path; stdout to /dev/null) + waitpid,
  *	WARM untimed then N timed: the floor of the start-to-ready figure.
  *
- *   spawnbench serve SOCKET PATH [DIR]
+ *   spawnbench serve SOCKET PATH [DIR [thread]]
  *	The least an exec server on a unix socket can do, as the floor of
  *	the agent's exec: accept one connection at a time; for each
  *	request (a head, then Content-Length bytes) posix_spawn(PATH) in
@@ -31,8 +31,10 @@
  *	temp, renamed over it) while it runs; after the reply a
  *	sched_yield, then DIR/status.json the same way.  (The agent's
  *	temps and directory are made ahead by a child: it creates no inode
- *	on its loop, where this makes two per exec.)  Runs until killed;
- *	prints "ready" once it listens.
+ *	on its loop, where this makes two per exec.)  With "thread", the
+ *	same writes are handed to a thread of their own, in order, and the
+ *	loop goes on at once.  Runs until killed; prints "ready" once it
+ *	listens.
  *
  *   spawnbench ready SOCKET LOG ARGV...
  *	posix_spawn ARGV (stdout and stderr to LOG), then connect to SOCKET
@@ -44,10 +46,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -428,9 +432,69 @@ serve_watch(struct serve *v, int fd, int op)
 		die("epoll_ctl:");
 }
 
-/* n bytes of d into dir/name, through a temp renamed over it. */
+/* A write handed to the writer thread, which frees it. */
+struct put {
+	const char	*dir, *name;
+	size_t		 n;
+	char		 d[];
+};
+
+static int	put_pipe[2] = { -1, -1 };	/* of struct put pointers */
+
+static void	put_file_now(const char *, const char *, const void *,
+		    size_t);
+
+static void *
+put_writer(void *arg)
+{
+	struct put	*p;
+
+	(void)arg;
+	while (read(put_pipe[0], &p, sizeof(p)) == (ssize_t)sizeof(p)) {
+		put_file_now(p->dir, p->name, p->d, p->n);
+		free(p);
+	}
+	return NULL;
+}
+
+/* The writer thread, signals blocked (they are the loop's). */
+static void
+put_thread_start(void)
+{
+	sigset_t	all, old;
+	pthread_t	t;
+
+	if (pipe2(put_pipe, O_CLOEXEC) == -1)
+		die("pipe2:");
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if ((errno = pthread_create(&t, NULL, put_writer, NULL)) != 0)
+		die("pthread_create:");
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* dir/name written now, or by the writer thread once it runs. */
 static void
 put_file(const char *dir, const char *name, const void *d, size_t n)
+{
+	struct put	*p;
+
+	if (put_pipe[1] == -1) {
+		put_file_now(dir, name, d, n);
+		return;
+	}
+	if ((p = malloc(sizeof(*p) + n)) == NULL)
+		die("malloc:");
+	p->dir = dir;
+	p->name = name;
+	p->n = n;
+	memcpy(p->d, d, n);
+	write_all(put_pipe[1], (const char *)&p, sizeof(p));
+}
+
+/* n bytes of d into dir/name, through a temp renamed over it. */
+static void
+put_file_now(const char *dir, const char *name, const void *d, size_t n)
 {
 	char	tmp[4096], path[4096];
 	int	fd;
@@ -579,7 +643,7 @@ serve_reap(struct serve *v)
 }
 
 static int
-cmd_serve(const char *sock, const char *path, const char *dir)
+cmd_serve(const char *sock, const char *path, const char *dir, bool thread)
 {
 	static struct serve v;
 	struct sockaddr_un sun;
@@ -590,6 +654,8 @@ cmd_serve(const char *sock, const char *path, const char *dir)
 	v.path = path;
 	v.dir = dir;
 	v.c = v.pid = -1;
+	if (thread)
+		put_thread_start();
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigemptyset(&none);
@@ -735,8 +801,10 @@ main(int argc, char **argv)
 	if (argc == 6 && strcmp(argv[1], "rtt") == 0)
 		return cmd_rtt(argv[2], count(argv[3], 1), count(argv[4], 0),
 		    argv[5]);
-	if ((argc == 4 || argc == 5) && strcmp(argv[1], "serve") == 0)
-		return cmd_serve(argv[2], argv[3], argc == 5 ? argv[4] : NULL);
+	if ((argc == 4 || argc == 5 || (argc == 6 &&
+	    strcmp(argv[5], "thread") == 0)) && strcmp(argv[1], "serve") == 0)
+		return cmd_serve(argv[2], argv[3], argc >= 5 ? argv[4] : NULL,
+		    argc == 6);
 	if (argc >= 5 && strcmp(argv[1], "ready") == 0)
 		return cmd_ready(argv[2], argv[3], argv + 4);
 	if (argc >= 5 && strcmp(argv[1], "run") == 0)
@@ -745,7 +813,7 @@ main(int argc, char **argv)
 	    "       spawnbench run N WARM ARGV...\n"
 	    "       spawnbench exec SOCKET N WARM JSON [PATH]\n"
 	    "       spawnbench rtt SOCKET N WARM PATH\n"
-	    "       spawnbench serve SOCKET PATH [DIR]\n"
+	    "       spawnbench serve SOCKET PATH [DIR [thread]]\n"
 	    "       spawnbench ready SOCKET LOG ARGV...\n");
 	return 2;
 }
