@@ -32,9 +32,10 @@
  *	sched_yield, then DIR/status.json the same way.  (The agent's
  *	temps and directory are made ahead by a child: it creates no inode
  *	on its loop, where this makes two per exec.)  With "thread", the
- *	same writes are handed to a thread of their own, in order, and the
- *	loop goes on at once.  Runs until killed; prints "ready" once it
- *	listens.
+ *	two files are written by a thread of their own, in order, and the
+ *	loop goes on at once (the OOM score and the yield stay on the
+ *	loop); a connection's close waits until the thread has done all it
+ *	was given.  Runs until killed; prints "ready" once it listens.
  *
  *   spawnbench ready SOCKET LOG ARGV...
  *	posix_spawn ARGV (stdout and stderr to LOG), then connect to SOCKET
@@ -82,7 +83,9 @@ die(const char *fmt, ...)
 	if (saved != 0 && fmt[strlen(fmt) - 1] == ':')
 		fprintf(stderr, " %s", strerror(saved));
 	fputc('\n', stderr);
-	exit(1);
+	/* Not exit: the writer thread (serve) may die too. */
+	fflush(stdout);
+	_exit(1);
 }
 
 static int64_t
@@ -440,6 +443,7 @@ struct put {
 };
 
 static int	put_pipe[2] = { -1, -1 };	/* of struct put pointers */
+static unsigned long put_queued, put_done;	/* __atomic */
 
 static void	put_file_now(const char *, const char *, const void *,
 		    size_t);
@@ -450,11 +454,24 @@ put_writer(void *arg)
 	struct put	*p;
 
 	(void)arg;
-	while (read(put_pipe[0], &p, sizeof(p)) == (ssize_t)sizeof(p)) {
+	for (;;) {
+		if (read(put_pipe[0], &p, sizeof(p)) != (ssize_t)sizeof(p))
+			die("the writer's read:");
 		put_file_now(p->dir, p->name, p->d, p->n);
 		free(p);
+		__atomic_add_fetch(&put_done, 1, __ATOMIC_RELEASE);
 	}
 	return NULL;
+}
+
+/* Until the writer has done all it was given: none left to spill over. */
+static void
+put_drain(void)
+{
+	struct timespec	nap = { 0, 100 * 1000 };
+
+	while (__atomic_load_n(&put_done, __ATOMIC_ACQUIRE) != put_queued)
+		nanosleep(&nap, NULL);
 }
 
 /* The writer thread, signals blocked (they are the loop's). */
@@ -489,6 +506,7 @@ put_file(const char *dir, const char *name, const void *d, size_t n)
 	p->name = name;
 	p->n = n;
 	memcpy(p->d, d, n);
+	put_queued++;
 	write_all(put_pipe[1], (const char *)&p, sizeof(p));
 }
 
@@ -604,6 +622,7 @@ serve_conn(struct serve *v, int fd)
 	    v->have)) <= 0) {
 		close(v->c);
 		v->c = -1;
+		put_drain();
 		serve_watch(v, v->ls, EPOLL_CTL_ADD);
 		return;
 	}
