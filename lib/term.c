@@ -656,6 +656,7 @@ term_drain(struct term *t, int rounds)
 		n = logstore_drain(ls, 0, t->master);
 		if (n > 0) {
 			taken += (size_t)n;
+			eio = false;
 			continue;
 		}
 		if (n == -1 && (errno == EAGAIN || errno == EINTR))
