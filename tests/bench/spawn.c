@@ -272,6 +272,23 @@ struct reply {
 };
 
 /*
+ * The head at the start of buf (NUL-terminated): its length with the
+ * blank line, 0 while it is not whole; *body its Content-Length, -1
+ * without one.  Header names are case-insensitive.
+ */
+static size_t
+http_head(const char *buf, long *body)
+{
+	const char	*eoh, *cl;
+
+	if ((eoh = strstr(buf, "\r\n\r\n")) == NULL)
+		return 0;
+	cl = strcasestr(buf, "\r\nContent-Length:");
+	*body = cl != NULL && cl < eoh ? (long)strtoul(cl + 17, NULL, 10) : -1;
+	return (size_t)(eoh - buf) + 4;
+}
+
+/*
  * Read one Content-Length response into buf (cap bytes).  Anything past it
  * would be a pipelined reply we never asked for: an error.  -1 on EOF
  * before a whole head.
@@ -281,7 +298,7 @@ read_reply(int fd, char *buf, size_t cap, struct reply *r)
 {
 	size_t	have = 0, headlen = 0, total = 0;
 	ssize_t	n;
-	char	*eoh, *cl;
+	long	body;
 
 	for (;;) {
 		if (have + 1 >= cap)
@@ -297,19 +314,14 @@ read_reply(int fd, char *buf, size_t cap, struct reply *r)
 		have += (size_t)n;
 		buf[have] = '\0';
 		if (headlen == 0) {
-			if ((eoh = strstr(buf, "\r\n\r\n")) == NULL)
+			if ((headlen = http_head(buf, &body)) == 0)
 				continue;
-			headlen = (size_t)(eoh - buf) + 4;
 			if (sscanf(buf, "HTTP/1.1 %d", &r->status) != 1)
 				die("bad status line: %.60s", buf);
-			/* Header names are case-insensitive. */
-			eoh[2] = '\0';
-			cl = strcasestr(buf, "\r\nContent-Length:");
-			eoh[2] = '\r';
-			if (cl == NULL)
+			if (body < 0)
 				die("reply without Content-Length: %.200s",
 				    buf);
-			total = headlen + strtoul(cl + 17, NULL, 10);
+			total = headlen + (size_t)body;
 		}
 		if (have >= total)
 			break;
@@ -532,14 +544,12 @@ put_file_now(const char *dir, const char *name, const void *d, size_t n)
 static size_t
 request_len(const char *buf, size_t have)
 {
-	const char	*eoh, *cl;
-	size_t		 len;
+	size_t	len;
+	long	body;
 
-	if ((eoh = strstr(buf, "\r\n\r\n")) == NULL)
+	if ((len = http_head(buf, &body)) == 0)
 		return 0;
-	len = (size_t)(eoh - buf) + 4;
-	if ((cl = strcasestr(buf, "\r\nContent-Length:")) != NULL && cl < eoh)
-		len += strtoul(cl + 17, NULL, 10);
+	len += body > 0 ? (size_t)body : 0;
 	return have >= len ? len : 0;
 }
 
