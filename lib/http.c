@@ -120,6 +120,7 @@ static void	http_backoff_cb(struct ev_loop *, ev_timer *, int);
 static void	http_kick(struct http_server *);
 static void	http_kick_cb(struct ev_loop *, ev_idle *, int);
 static void	http_refuse(int);
+static size_t	http_conn_read_size(const struct http_conn *);
 static void	http_read_cb(struct ev_loop *, ev_io *, int);
 static void	http_write_cb(struct ev_loop *, ev_io *, int);
 static void	http_timer_cb(struct ev_loop *, ev_timer *, int);
@@ -144,6 +145,7 @@ static void	http_conn_eof_close(struct http_conn *);
 static void	http_finish(struct http_conn *);
 static void	http_req_reset(struct http_conn *);
 static int	http_req_route(struct http_conn *);
+static bool	http_req_streams(const struct http_req *);
 static const struct http_route *http_route_in(struct http_conn *,
 		    const struct http_route *, const char *,
 		    const struct http_route **);
@@ -627,20 +629,37 @@ http_conn_close(struct ev_loop *loop, struct http_conn *c)
 	free(c);
 }
 
+/*
+ * How much one read of the socket asks for.  A body streamed to its
+ * route (an upload) is read in larger pieces: each read and each wake-up
+ * has a price of its own, and a 1 GiB PUT read 64 KiB at a time ran at
+ * 0.63-0.81x the speed of `cat > file && sync` on a machine whose
+ * syscalls are dear, where 256 KiB pieces ran at 0.71-1.08x.  The larger
+ * buffer is given back when its request ends (http_finish).
+ */
+static size_t
+http_conn_read_size(const struct http_conn *c)
+{
+	return c->ps.head_done && http_req_streams(&c->req) ?
+	    HTTP_BODY_READ_CHUNK : HTTP_READ_CHUNK;
+}
+
 static void
 http_read_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct http_conn	*c = container_of(w, struct http_conn, rio);
 	char			*p;
+	size_t			 size;
 	ssize_t			 n;
 
 	(void)loop;
 	(void)revents;
-	if ((p = buf_reserve(&c->in, HTTP_READ_CHUNK)) == NULL) {
+	size = http_conn_read_size(c);
+	if ((p = buf_reserve(&c->in, size)) == NULL) {
 		http_conn_abort(c);
 		return;
 	}
-	n = read(c->fd, p, HTTP_READ_CHUNK);
+	n = read(c->fd, p, size);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -1226,14 +1245,21 @@ http_head_checks(struct http_conn *c, http_parser *p)
 	return 0;
 }
 
+/* The request's body goes to its route piece by piece, not buffered. */
+static bool
+http_req_streams(const struct http_req *r)
+{
+	return r->route != NULL && r->route->body != NULL &&
+	    strcmp(r->route->method, r->method) == 0;
+}
+
 static int
 on_body(http_parser *p, const char *at, size_t len)
 {
 	struct http_conn	*c = p->data;
 	struct http_req		*r = &c->req;
 
-	if (r->route != NULL && r->route->body != NULL &&
-	    strcmp(r->route->method, r->method) == 0) {
+	if (http_req_streams(r)) {
 		r->route->body(c, r, at, len);
 		r->streamed += len;
 		return 0;
@@ -1524,6 +1550,9 @@ http_finish(struct http_conn *c)
 	c->state = HC_READ;
 	if (http_conn_flush(c) == -1)
 		return;
+	/* Nothing of it is parsed now: an upload's big buffer goes. */
+	if (buf_avail(&c->in) == 0 && c->in.cap >= HTTP_BODY_READ_CHUNK)
+		buf_free(&c->in);
 	/*
 	 * A response finished from outside the parse loop (a waiter, a
 	 * stream) resumes pipelined requests from the loop, not from the

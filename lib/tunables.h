@@ -108,6 +108,7 @@
 
 /* The HTTP server's own (lib/http.c). */
 #define HTTP_READ_CHUNK		(64 * 1024)	/* one read of a request */
+#define HTTP_BODY_READ_CHUNK	(256 * 1024)	/* one read of a streamed body */
 #define HTTP_TICK		5.0		/* s, longest connection timer period */
 #define HTTP_KEEP_BUF		(256 * 1024)	/* drained buffers above are freed */
 #define HTTP_ACCEPT_BACKOFF	0.1		/* s, no accept after EMFILE */

@@ -100,6 +100,7 @@ static int		 inspected;
 static struct buf	 got_body;	/* last buffered body */
 static struct buf	 pieces;	/* streamed body, concatenated */
 static int		 npieces;
+static size_t		 maxpiece;	/* the largest piece streamed */
 static size_t		 done_body_len;
 static struct later	 later;
 static struct big	 big;
@@ -205,6 +206,7 @@ setup(void)
 	inspect = NULL;
 	inspected = 0;
 	npieces = 0;
+	maxpiece = 0;
 	done_body_len = 0;
 	memset(&later, 0, sizeof(later));
 	memset(&big, 0, sizeof(big));
@@ -575,6 +577,8 @@ h_stream_piece(struct http_conn *c, struct http_req *r, const char *d,
 	ck_assert_uint_gt(n, 0);
 	ck_assert_int_eq(buf_add(&pieces, d, n), 0);
 	npieces++;
+	if (n > maxpiece)
+		maxpiece = n;
 }
 
 static void
@@ -1638,6 +1642,44 @@ START_TEST(streamed_body_has_no_limit)
 }
 END_TEST
 
+/*
+ * A streamed body is read in pieces larger than a request's reads (the
+ * client here fills the socket before the server reads), and the request
+ * pipelined behind it, in the same reads, is still parsed and answered.
+ */
+START_TEST(streamed_body_then_pipelined_request)
+{
+	static const char next[] = "POST /v1/body HTTP/1.1\r\n"
+	    "Content-Length: 5\r\n\r\nafter";
+	struct client	*c = cl_open(sock_path);
+	struct resp	 r;
+	size_t		 total = 3 * HTTP_BODY_READ_CHUNK + 7, i;
+	char		*d;
+
+	d = malloc(total);
+	ck_assert_ptr_nonnull(d);
+	for (i = 0; i < total; i++)
+		d[i] = (char)(i * 7 + 1);
+	cl_sendf(c, "POST /v1/stream HTTP/1.1\r\nContent-Length: %zu\r\n\r\n",
+	    total);
+	ck_assert_int_eq(cl_send(c, d, total), 0);
+	ck_assert_int_eq(cl_send(c, next, sizeof(next) - 1), 0);
+	ck_assert(cl_reply(c, &r));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(pieces.len, total);
+	ck_assert_int_eq(memcmp(pieces.data, d, total), 0);
+	ck_assert_uint_gt(maxpiece, HTTP_READ_CHUNK);
+	resp_free(&r);
+	ck_assert(cl_reply(c, &r));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(body_str(&r), "len=5");
+	ck_assert_uint_eq(got_body.len, 5);
+	ck_assert_int_eq(memcmp(got_body.data, "after", 5), 0);
+	resp_free(&r);
+	free(d);
+}
+END_TEST
+
 /* ------------------------------------------------------------------ */
 /* Streamed responses */
 
@@ -2296,6 +2338,7 @@ http_suite(void)
 	tcase_add_test(tc, chunked_body_buffered);
 	tcase_add_test(tc, chunked_body_streamed);
 	tcase_add_test(tc, streamed_body_has_no_limit);
+	tcase_add_test(tc, streamed_body_then_pipelined_request);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("streams");
