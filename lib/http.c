@@ -632,10 +632,10 @@ http_conn_close(struct ev_loop *loop, struct http_conn *c)
 /*
  * How much one read of the socket asks for.  A body streamed to its
  * route (an upload) is read in larger pieces: each read and each wake-up
- * has a price of its own, and a 1 GiB PUT read 64 KiB at a time ran at
- * 0.63-0.81x the speed of `cat > file && sync` on a machine whose
- * syscalls are dear, where 256 KiB pieces ran at 0.71-1.08x.  The larger
- * buffer is given back when its request ends (http_finish).
+ * has a price of its own: a 1 GiB PUT read 64 KiB at a time ran at
+ * 0.67-0.73x the speed of `cat > file && sync` on a machine whose
+ * syscalls are dear, 256 KiB at a time 0.81-0.90x (README, "Numbers").
+ * The larger buffer is given back when its request ends (http_finish).
  */
 static size_t
 http_conn_read_size(const struct http_conn *c)
