@@ -3,7 +3,7 @@
 CC	?= cc
 BUILD	?= build
 OPT	?= -O2 -g
-CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -iquote lib \
+CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -iquote lib -iquote agent \
 	   -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	   -Wmissing-prototypes -Wpointer-arith
 # libev, http-parser, nettle, libseccomp and libarchive (with zlib, for
@@ -15,8 +15,10 @@ CFLAGS	+= -std=c11 -D_GNU_SOURCE $(OPT) -iquote lib \
 LDLIBS	+= -Wl,-Bstatic -lev -lhttp_parser -larchive -lz -lnettle -lseccomp -Wl,-Bdynamic -lcjson -lm
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck)
 
-LIB_SRC   := $(wildcard lib/*.c)
-AGENT_SRC := $(wildcard agent/*.c)
+# lib/ has a folder per layer (ARCHITECTURE.md); agent/ the entry points
+# and agent/cli/ the CLI.  Module names are unique across lib/'s folders.
+LIB_SRC   := $(sort $(shell find lib -name '*.c'))
+AGENT_SRC := $(sort $(shell find agent -name '*.c'))
 LIB_OBJ   := $(LIB_SRC:%.c=$(BUILD)/%.o)
 AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/%.o)
 
@@ -58,7 +60,7 @@ DEPS_proc	:= boot buf codec log logstore record spawn wlist
 DEPS_wlist	:=
 DEPS_api_bridge	:=
 DEPS_follow	:= codec cursor log logstore proc term
-DEPS_api	:= api_bridge boot codec http proc spawn user
+DEPS_api	:= boot codec http proc spawn user
 DEPS_api_proc	:= api http log proc record
 DEPS_api_output	:= api buf codec follow http logstore proc record
 DEPS_api_exec	:= api api_output buf codec http logstore proc
@@ -88,7 +90,10 @@ UNIT_SUITES := $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
 deps_closure = $(if $(1),$(call deps_closure,$(filter-out $(2) \
     $(firstword $(1)),$(wordlist 2,$(words $(1)),$(1)) \
     $(DEPS_$(firstword $(1)))),$(2) $(firstword $(1))),$(sort $(2)))
-unit_objs = $(patsubst %,$(BUILD)/lib/%.o,$(call deps_closure,$(1)))
+# lib/<layer>/<m>.c of module <m>.
+mod_src = $(filter %/$(1).c,$(LIB_SRC))
+unit_objs = $(foreach m,$(call deps_closure,$(1)),\
+    $(patsubst %.c,$(BUILD)/%.o,$(call mod_src,$(m))))
 # Stops make if suite $(1) cannot be built: no line, or a cycle.
 unit_check = $(if $(filter undefined,$(origin DEPS_$(1))),\
     $(error tests/unit/test_$(1).c: no DEPS_$(1) line in the Makefile))\
@@ -98,17 +103,21 @@ UNIT_BIN := $(UNIT_SUITES:%=$(BUILD)/unit-%)
 .SECONDARY: $(UNIT_SUITES:%=$(BUILD)/tests/unit/main-%.o) \
     $(UNIT_SUITES:%=$(BUILD)/tests/unit/test_%.o) $(BUILD)/tests/unit/testutil.o
 
-.PHONY: all setup test unit deps blackbox asan valgrind run bench clean conformance
+.PHONY: all setup test unit deps layers blackbox asan valgrind run bench clean conformance
 
 all: $(BUILD)/tend
 
 setup:
 	@scripts/setup
 
-$(BUILD)/%.o: %.c $(wildcard lib/*.h agent/*.h tests/unit/*.h)
+# Each object's headers, as the compiler found them (-MMD -MP).
+DEPFLAGS = -MMD -MP
+-include $(shell find $(BUILD) build-fuzz -name '*.d' 2>/dev/null)
+
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
-	@$(CC) $(CFLAGS) -c -o $@ $<
+	@$(CC) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 # The OpenAPI document and its page, made from proto/openapi.yaml and
 # embedded in the binary (lib/api_sandbox.c serves them).
@@ -124,10 +133,10 @@ $(BUILD)/gen/openapi.o: $(BUILD)/gen/openapi.c
 $(BUILD)/tend: $(AGENT_OBJ) $(LIB_OBJ) $(BUILD)/gen/openapi.o
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/unit/main-%.o: tests/unit/main.c tests/unit/testutil.h
+$(BUILD)/tests/unit/main-%.o: tests/unit/main.c
 	@mkdir -p $(dir $@)
 	@echo "CC $< (SUITE=$*)"
-	@$(CC) $(CFLAGS) -DSUITE=$* -c -o $@ $<
+	@$(CC) $(CFLAGS) $(DEPFLAGS) -DSUITE=$* -c -o $@ $<
 
 .SECONDEXPANSION:
 $(BUILD)/unit-%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/main-%.o \
@@ -163,26 +172,36 @@ unit: $(BUILD)/unit
 
 # Each module's direct dependencies as nm finds them, in DEPS_ form;
 # "# here:" marks a line that the Makefile has otherwise (or not at all).
+# Then scripts/layers: no include, and no nm edge, runs up the layers.
+mod_of = $(basename $(notdir $(1)))
 deps: $(LIB_OBJ)
 	@for o in $(LIB_OBJ); do \
 	    nm -g --defined-only $$o | awk -v m=$$(basename $$o .o) \
 		'NF == 3 { print $$3, m }'; \
 	done | LC_ALL=C sort >$(BUILD)/lib/defs
-	@$(foreach m,$(LIB_SRC:lib/%.c=%),\
-	    d=$$(nm -u $(BUILD)/lib/$(m).o | awk '{ print $$2 }' | \
+	@{ $(foreach s,$(LIB_SRC),\
+	    d=$$(nm -u $(BUILD)/$(s:.c=.o) | awk '{ print $$2 }' | \
 		LC_ALL=C sort -u | LC_ALL=C join - $(BUILD)/lib/defs | \
-		awk '$$2 != "$(m)" { print $$2 }' | sort -u | xargs); \
-	    h="$(if $(filter undefined,$(origin DEPS_$(m))),none,$(strip \
-		$(sort $(DEPS_$(m)))))"; \
-	    printf 'DEPS_%s\t:=%s%s\n' $(m) "$${d:+ $$d}" \
-		"$$([ "$$d" = "$$h" ] || echo "	# here: $$h")";)
+		awk '$$2 != "$(call mod_of,$(s))" { print $$2 }' | sort -u | \
+		xargs); \
+	    h="$(strip $(if $(filter undefined,$(origin \
+		DEPS_$(call mod_of,$(s)))),none,$(sort \
+		$(DEPS_$(call mod_of,$(s))))))"; \
+	    printf 'DEPS_%s\t:=%s%s\n' $(call mod_of,$(s)) "$${d:+ $$d}" \
+		"$$([ "$$d" = "$$h" ] || echo "	# here: $$h")";) } \
+	    | tee $(BUILD)/lib/deps
+	@scripts/layers $(BUILD)/lib/deps
+
+# The include lines alone (make test): no folder includes a higher one.
+layers:
+	@scripts/layers
 
 blackbox: $(BUILD)/tend
 	TEND_BIN=$(abspath $(BUILD)/tend) scripts/test
 
 # Everything, from a fresh Debian 12 machine as root.  The static
 # binary runs the black-box files of STATIC_TESTS too (see there).
-test: setup
+test: setup layers
 	$(MAKE) all static $(BUILD)/unit
 	$(BUILD)/unit
 	TEND_BIN=$(abspath $(BUILD)/tend) scripts/test
@@ -274,11 +293,10 @@ STATIC_OBJ	:= $(patsubst $(BUILD)/%,$(BUILD)/static/%,$(AGENT_OBJ) $(LIB_OBJ) \
 
 $(BUILD)/static/%.o: OPT := $(STATIC_OPT)
 # The libraries' headers too: all.done is touched when one was rebuilt.
-$(BUILD)/static/%.o: %.c $(wildcard lib/*.h agent/*.h) static/musl.h \
-    $(MUSL)/all.done
+$(BUILD)/static/%.o: %.c static/musl.h $(MUSL)/all.done
 	@mkdir -p $(dir $@)
 	@echo "CC $< (static)"
-	@$(MUSL_CC) $(MUSL_CFLAGS) -c -o $@ $<
+	@$(MUSL_CC) $(MUSL_CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
 $(MUSL)/all.done: scripts/static-libs
 	@scripts/static-libs $(MUSL)
@@ -332,10 +350,10 @@ FUZZ_LIB_OBJ	:= $(LIB_SRC:%.c=build-fuzz/%.o) build-fuzz/gen/openapi.o
 .PHONY: fuzz fuzz-replay fuzz-ci
 .SECONDARY: $(FUZZ_LIB_OBJ)
 
-build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h)
+build-fuzz/lib/%.o: lib/%.c
 	@mkdir -p $(dir $@)
 	@echo "CC (fuzz) $<"
-	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c -o $@ $<
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c -o $@ $<
 
 build-fuzz/gen/openapi.o: $(BUILD)/gen/openapi.c
 	@mkdir -p $(dir $@)

@@ -24,30 +24,30 @@
 #include <ev.h>
 
 #include "agent.h"
-#include "api.h"
-#include "api_exec.h"
-#include "api_health.h"
-#include "api_output.h"
-#include "api_proc.h"
-#include "api_files.h"
-#include "api_watch.h"
-#include "api_bridge.h"
-#include "api_envd.h"
-#include "api_envd_fs.h"
-#include "api_sandbox.h"
-#include "api_term.h"
-#include "boot.h"
-#include "child.h"
-#include "codec.h"
-#include "envd.h"
-#include "fsutil.h"
-#include "log.h"
-#include "proc.h"
-#include "shim.h"
-#include "shimctl.h"
-#include "spawn.h"
-#include "term.h"
-#include "user.h"
+#include "api/api.h"
+#include "api/api_exec.h"
+#include "api/api_files.h"
+#include "api/api_health.h"
+#include "api/api_output.h"
+#include "api/api_proc.h"
+#include "api/api_term.h"
+#include "api/api_watch.h"
+#include "api/bridge/api_bridge.h"
+#include "api/bridge/api_sandbox.h"
+#include "api/envd/api_envd.h"
+#include "api/envd/api_envd_fs.h"
+#include "api/envd/envd.h"
+#include "base/codec.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "core/proc.h"
+#include "core/shimctl.h"
+#include "core/term.h"
+#include "net/shim.h"
+#include "store/boot.h"
+#include "sys/child.h"
+#include "sys/spawn.h"
+#include "sys/user.h"
 
 extern char **environ;
 
@@ -76,6 +76,9 @@ static const struct http_route *const agent_bridge_routes[] = {
 	api_files_bridge_routes,
 	api_term_bridge_routes,
 	NULL
+};
+static const struct api_ns agent_bridge = {
+	api_bridge_map, agent_bridge_routes
 };
 
 #define AGENT_REAP_WAIT	2.0	/* s after KILL before giving up on reaping */
@@ -543,7 +546,7 @@ agent_main(int argc, char **argv)
 
 	agent_socket_dir();
 	if (api_listen(&api, loop, opt.socket, opt.max_conns,
-	    agent_routes, agent_bridge_routes) == -1) {
+	    agent_routes, &agent_bridge) == -1) {
 		if (errno == EADDRINUSE)
 			fatalx("event=socket_busy socket=%s msg=\"another agent "
 			    "answers on this socket\"", opt.socket);

@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 int
 main(int argc, char **argv)

@@ -26,11 +26,11 @@
 #include <seccomp.h>
 
 #include "agent.h"
-#include "fsutil.h"
-#include "log.h"
-#include "shim.h"
-#include "tunables.h"
-#include "user.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/tunables.h"
+#include "net/shim.h"
+#include "sys/user.h"
 
 static struct {
 	const char	*listen;

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "musl.h"
-#include "tunables.h"
+#include "base/tunables.h"
 
 /*
  * getrandom(2) on the urandom pool: it blocks only before the pool is

@@ -45,24 +45,24 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api.h"
-#include "api_bridge.h"
-#include "api_exec.h"
-#include "api_files.h"
-#include "api_health.h"
-#include "api_output.h"
-#include "api_proc.h"
-#include "api_sandbox.h"
-#include "api_session.h"
-#include "api_term.h"
-#include "boot.h"
-#include "child.h"
-#include "codec.h"
-#include "fsutil.h"
+#include "api/api.h"
+#include "api/api_exec.h"
+#include "api/api_files.h"
+#include "api/api_health.h"
+#include "api/api_output.h"
+#include "api/api_proc.h"
+#include "api/api_term.h"
+#include "api/bridge/api_bridge.h"
+#include "api/bridge/api_sandbox.h"
+#include "api/bridge/api_session.h"
+#include "base/codec.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "core/proc.h"
+#include "core/term.h"
 #include "fuzzsrv.h"
-#include "log.h"
-#include "proc.h"
-#include "term.h"
+#include "store/boot.h"
+#include "sys/child.h"
 
 #define FB_TMP		"/srv"
 #define FB_ROOT		FB_TMP "/root"
@@ -99,6 +99,7 @@ static const struct http_route *const fb_bridge_routes[] = {
 	api_term_bridge_routes,
 	NULL
 };
+static const struct api_ns fb_bridge = { api_bridge_map, fb_bridge_routes };
 
 static struct proctab	fb_tab;
 static struct termtab	fb_terms;
@@ -289,7 +290,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	ev_timer_init(&fb_tick, fb_tick_cb, 0.01, 0.01);
 	ev_timer_start(fuzzsrv_loop, &fb_tick);
 	if (api_listen(&fb_api, fuzzsrv_loop, fuzzsrv_socket_path(),
-	    HTTP_MAX_CONNS, fb_routes, fb_bridge_routes) == -1)
+	    HTTP_MAX_CONNS, fb_routes, &fb_bridge) == -1)
 		fb_fail("listen");
 	fuzzsrv_srv = fb_api.srv;
 	return 0;

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec.h"
-#include "cursor.h"
+#include "base/codec.h"
+#include "store/cursor.h"
 
 #define FZ_BOOT	"0123456789abcdef0123456789abcdef"
 #define FZ_ID	"job-1"

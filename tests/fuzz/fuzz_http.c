@@ -21,9 +21,9 @@
 
 #include <unistd.h>
 
-#include "api_bridge.h"
-#include "cursor.h"
+#include "api/bridge/api_bridge.h"
 #include "fuzzsrv.h"
+#include "store/cursor.h"
 
 #define container_of(p, t, m)	((t *)((char *)(p) - offsetof(t, m)))
 

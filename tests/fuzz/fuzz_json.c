@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
-#include "api_exec.h"
+#include "api/api.h"
+#include "api/api_exec.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -18,7 +18,7 @@
 #include <strings.h>
 
 #include "fuzzsrv.h"
-#include "shim.h"
+#include "net/shim.h"
 
 #define FUZZ_SHIM_TOKEN		"fuzz-token"
 #define FUZZ_SHIM_TURNS		1000	/* after the exchange, until closed */

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "http.h"
+#include "net/http.h"
 
 struct fuzzsrv_opts {
 	int		 pieces;	/* writes the input is cut into, >= 1 */

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api.h"
-#include "api_exec.h"
-#include "api_output.h"
-#include "api_proc.h"
+#include "api/api.h"
+#include "api/api_exec.h"
+#include "api/api_output.h"
+#include "api/api_proc.h"
 
 Suite *api_suite(void);
 

@@ -6,7 +6,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "api_bridge.h"
+#include "api/bridge/api_bridge.h"
 
 Suite *api_bridge_suite(void);
 

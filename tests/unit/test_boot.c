@@ -18,8 +18,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "boot.h"
-#include "fsutil.h"
+#include "base/fsutil.h"
+#include "store/boot.h"
 #include "testutil.h"
 
 Suite *boot_suite(void);

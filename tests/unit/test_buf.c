@@ -4,7 +4,7 @@
 #include <check.h>
 #include <string.h>
 
-#include "buf.h"
+#include "base/buf.h"
 
 Suite *buf_suite(void);
 

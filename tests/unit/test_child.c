@@ -16,7 +16,7 @@
 
 #include <ev.h>
 
-#include "child.h"
+#include "sys/child.h"
 #include "testutil.h"
 
 Suite *child_suite(void);

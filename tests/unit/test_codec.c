@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "codec.h"
+#include "base/codec.h"
 
 Suite *codec_suite(void);
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "connect.h"
+#include "api/envd/connect.h"
 
 Suite *connect_suite(void);
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cursor.h"
+#include "store/cursor.h"
 
 Suite *cursor_suite(void);
 

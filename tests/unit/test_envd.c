@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envd.h"
+#include "api/envd/envd.h"
 
 Suite *envd_suite(void);
 

@@ -25,10 +25,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "child.h"
-#include "files.h"
+#include "base/tunables.h"
+#include "core/files.h"
+#include "sys/child.h"
 #include "testutil.h"
-#include "tunables.h"
 
 Suite *files_suite(void);
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "follow.h"
-#include "log.h"
+#include "base/log.h"
+#include "core/follow.h"
 #include "testutil.h"
 
 Suite *follow_suite(void);

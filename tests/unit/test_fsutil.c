@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fsutil.h"
+#include "base/fsutil.h"
 #include "testutil.h"
 
 Suite *fsutil_suite(void);

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "hclient.h"
+#include "base/buf.h"
+#include "net/hclient.h"
 #include "testutil.h"
 
 Suite *hclient_suite(void);

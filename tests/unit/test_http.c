@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "http.h"
+#include "base/buf.h"
+#include "net/http.h"
 #include "testutil.h"
 
 Suite *http_suite(void);

@@ -14,9 +14,9 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "base/log.h"
+#include "base/tunables.h"
 #include "testutil.h"
-#include "tunables.h"
 
 Suite *log_suite(void);
 

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "codec.h"
-#include "tunables.h"
-#include "logstore.h"
+#include "base/codec.h"
+#include "base/tunables.h"
+#include "store/logstore.h"
 #include "testutil.h"
 
 Suite *logstore_suite(void);

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "multipart.h"
+#include "base/tunables.h"
+#include "net/multipart.h"
 #include "testutil.h"
-#include "tunables.h"
 
 Suite *multipart_suite(void);
 

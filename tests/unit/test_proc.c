@@ -29,11 +29,11 @@
 #endif
 #endif
 
-#include "boot.h"
-#include "fsutil.h"
-#include "proc.h"
+#include "base/fsutil.h"
+#include "base/util.h"
+#include "core/proc.h"
+#include "store/boot.h"
 #include "testutil.h"
-#include "util.h"
 
 Suite *proc_suite(void);
 

@@ -28,8 +28,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "buf.h"
-#include "pty.h"
+#include "base/buf.h"
+#include "sys/pty.h"
 #include "testutil.h"
 
 Suite *pty_suite(void);

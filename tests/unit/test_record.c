@@ -18,10 +18,10 @@
 
 #include <cjson/cJSON.h>
 
-#include "fsutil.h"
-#include "record.h"
+#include "base/fsutil.h"
+#include "base/tunables.h"
+#include "store/record.h"
 #include "testutil.h"
-#include "tunables.h"
 
 Suite *record_suite(void);
 

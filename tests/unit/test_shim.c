@@ -22,9 +22,9 @@
 
 #include <ev.h>
 
-#include "shim.h"
+#include "base/tunables.h"
+#include "net/shim.h"
 #include "testutil.h"
-#include "tunables.h"
 
 Suite *shim_suite(void);
 

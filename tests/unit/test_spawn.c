@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "spawn.h"
+#include "sys/spawn.h"
 #include "testutil.h"
 
 Suite *spawn_suite(void);

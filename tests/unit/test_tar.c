@@ -27,7 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tar.h"
+#include "core/tar.h"
 #include "testutil.h"
 
 Suite *tar_suite(void);

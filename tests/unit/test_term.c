@@ -16,11 +16,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "boot.h"
-#include "logstore.h"
-#include "term.h"
+#include "base/util.h"
+#include "core/term.h"
+#include "store/boot.h"
+#include "store/logstore.h"
 #include "testutil.h"
-#include "util.h"
 
 Suite *term_suite(void);
 

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sys/user.h"
 #include "testutil.h"
-#include "user.h"
 
 Suite *user_suite(void);
 

@@ -18,10 +18,10 @@
 
 #include <ev.h>
 
-#include "files.h"
+#include "base/tunables.h"
+#include "core/files.h"
+#include "core/watch.h"
 #include "testutil.h"
-#include "tunables.h"
-#include "watch.h"
 
 Suite *watch_suite(void);
 

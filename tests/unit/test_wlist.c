@@ -4,8 +4,8 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "util.h"
-#include "wlist.h"
+#include "base/util.h"
+#include "base/wlist.h"
 
 Suite *wlist_suite(void);
 

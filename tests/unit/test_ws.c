@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ws.h"
+#include "net/ws.h"
 
 Suite *ws_suite(void);
 

@@ -1,0 +1,233 @@
+/*
+ * cli_ready.c: start --ready-port and --ready-log, one exec instead of a
+ * polling loop — whether something listens on a TCP port (from
+ * /proc/net/tcp and tcp6), whether a line of the process's stored output
+ * matches a regex (JSON polls of its logs), and the loop that checks both
+ * until the process is ready, has ended, or --ready-timeout ran out.
+ */
+#include <netinet/tcp.h>
+
+#include <regex.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "base/buf.h"
+#include "base/codec.h"
+
+#include "cli.h"
+
+static int	cli_ready_listening(int);
+static int	cli_ready_lines(struct cli *, struct buf *, const char *,
+		    size_t);
+static int	cli_ready_streams(struct cli *, cJSON *, struct buf [2]);
+static int	cli_ready_log(struct cli *, const char *, char *, size_t,
+		    struct buf [2], int64_t);
+static int	cli_ready_check(struct cli *, const char *, struct cli_http *,
+		    int, int64_t);
+
+/*
+ * Whether a socket listens on TCP port, in this network namespace: the
+ * local address of a LISTEN (0A) row of /proc/net/tcp or tcp6, e.g.
+ * "   0: 00000000:1F90 00000000:0000 0A ...".
+ */
+static int
+cli_ready_listening(int port)
+{
+	static const char *const	 files[] = {
+		"/proc/net/tcp", "/proc/net/tcp6"
+	};
+	char				 line[CLI_NETLINE_MAX], *p;
+	unsigned int			 lport, st;
+	size_t				 i;
+	FILE				*f;
+	int				 found = 0;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]) && !found; i++) {
+		if ((f = fopen(files[i], "re")) == NULL)
+			continue;	/* no IPv6 in this kernel */
+		while (!found && fgets(line, sizeof(line), f) != NULL) {
+			/* The local address ends at the first space after it. */
+			if ((p = strchr(line, ':')) == NULL ||
+			    (p = strchr(p + 2, ':')) == NULL)
+				continue;
+			if (sscanf(p + 1, "%x %*s %x", &lport, &st) == 2 &&
+			    (int)lport == port && st == TCP_LISTEN)
+				found = 1;
+		}
+		fclose(f);
+	}
+	return found;
+}
+
+/*
+ * Complete lines of one stream against --ready-log: 1 on a match, 0 not
+ * yet, -1 out of memory.  A line in pieces waits in line for its end; a
+ * longer one is judged on its first CLI_READY_LINE_MAX bytes.
+ */
+static int
+cli_ready_lines(struct cli *c, struct buf *line, const char *d, size_t n)
+{
+	const char	*nl;
+	size_t		 k, room;
+
+	while (n > 0) {
+		nl = memchr(d, '\n', n);
+		k = nl != NULL ? (size_t)(nl - d) : n;
+		room = CLI_READY_LINE_MAX - buf_avail(line);
+		if (buf_add(line, d, k < room ? k : room) == -1)
+			return -1;
+		if (nl == NULL)
+			return 0;
+		if (buf_add(line, "", 1) == -1)
+			return -1;
+		if (regexec(&c->ready_re, buf_head(line), 0, NULL, 0) == 0)
+			return 1;
+		buf_reset(line);
+		d = nl + 1;
+		n -= k + 1;
+	}
+	return 0;
+}
+
+/*
+ * Both streams of one poll's reply j against --ready-log, stdout first:
+ * 1 when a line matched, 0 not yet, or -(exit code + 1).
+ */
+static int
+cli_ready_streams(struct cli *c, cJSON *j, struct buf line[2])
+{
+	static const char *const	 streams[2] = { "stdout", "stderr" };
+	struct buf			 raw = { 0 };
+	const char			*s;
+	int				 k, hit = 0;
+
+	for (k = 0; k < 2 && hit == 0; k++) {
+		buf_reset(&raw);
+		if ((s = cli_fmt_str(j, streams[k])) == NULL ||
+		    codec_b64_decode(&raw, s, strlen(s)) == -1) {
+			cli_report(c, "bad_reply", "bad reply from the "
+			    "agent: %s is not base64", streams[k]);
+			hit = -(CLI_REFUSED + 1);
+		} else if ((hit = cli_ready_lines(c, &line[k],
+		    buf_head(&raw), buf_avail(&raw))) == -1) {
+			cli_warnx("out of memory");
+			hit = -(CLI_REFUSED + 1);
+		}
+	}
+	buf_free(&raw);
+	return hit;
+}
+
+/*
+ * Poll the output after *cursor until nothing more is stored now (or the
+ * deadline: a writer may outrun the polls); 1 when a line matched, 0 not
+ * yet, or -(exit code + 1).
+ */
+static int
+cli_ready_log(struct cli *c, const char *id, char *cursor, size_t cursorlen,
+    struct buf line[2], int64_t deadline)
+{
+	struct cli_http	 h;
+	const char	*next;
+	cJSON		*j;
+	int		 rv, hit = 0, more = 1;
+
+	while (more && !hit && codec_mono_ms() < deadline) {
+		if ((rv = cli_http_poll(c, id, cursor[0] ? cursor : NULL, -1,
+		    &h)) != CLI_OK)
+			return -(rv + 1);
+		j = cli_http_json(&h);
+		if ((next = cli_fmt_str(j, "cursor")) == NULL ||
+		    strlen(next) >= cursorlen) {
+			cli_report(c, "bad_reply", "bad reply from the agent: "
+			    "no cursor");
+			hit = -(CLI_REFUSED + 1);
+		} else {
+			more = strcmp(next, cursor) != 0;
+			snprintf(cursor, cursorlen, "%s", next);
+			hit = cli_ready_streams(c, j, line);
+		}
+		cJSON_Delete(j);
+		cli_http_free(&h);
+	}
+	return hit;
+}
+
+/*
+ * One fresh status after a pause of at most left ms (0 when ready):
+ * CLI_OK while it runs and is not ready, -1 when it runs and is ready,
+ * else the exit code.  h then holds the process's latest status.
+ */
+static int
+cli_ready_check(struct cli *c, const char *id, struct cli_http *h,
+    int ready, int64_t deadline)
+{
+	struct cli_http	 w;
+	int64_t		 left;
+	cJSON		*st;
+	int		 rv, running;
+
+	left = deadline - codec_mono_ms();
+	if (ready)
+		left = 0;	/* no pause: just a fresh status */
+	else if (left > CLI_READY_POLL)
+		left = CLI_READY_POLL;
+	if ((rv = cli_http_wait(c, id, left > 0 ? left : 1, &w, &st,
+	    &running)) != CLI_OK)
+		return rv;
+	cJSON_Delete(st);
+	cli_http_free(h);
+	*h = w;			/* the latest status */
+	if (!running) {
+		cli_report(c, "ended", "process '%s' ended before it was "
+		    "ready (see `tend status %s`)", id, id);
+		return CLI_NOTREADY;
+	}
+	if (ready)
+		return -1;
+	if (codec_mono_ms() >= deadline) {
+		cli_report(c, "timeout", "process '%s' is not ready after the "
+		    "--ready-timeout (it keeps running)", id);
+		return CLI_TIMEDOUT;
+	}
+	return CLI_OK;
+}
+
+/*
+ * Until the process is ready, has ended, or --ready-timeout ran out;
+ * the wait route doubles as the pause between checks, and ends it early
+ * when the process ends.  h then holds the process's latest status.
+ */
+int
+cli_ready_wait(struct cli *c, const char *id, struct cli_http *h)
+{
+	struct buf	 line[2] = { { 0 }, { 0 } };
+	char		 cursor[CLI_CURSOR_MAX] = "";
+	int64_t		 deadline;
+	int		 port_ok = !c->ready_port, log_ok = !c->ready_log;
+	int		 rv, r;
+
+	deadline = codec_mono_ms() + (c->ready_ms >= 0 ? c->ready_ms :
+	    CLI_READY_TIMEOUT);
+	do {
+		if (!log_ok) {
+			if ((r = cli_ready_log(c, id, cursor, sizeof(cursor),
+			    line, deadline)) < 0) {
+				rv = -r - 1;
+				break;
+			}
+			log_ok = r;
+		}
+		if (!port_ok)
+			port_ok = cli_ready_listening(c->ready_port);
+	} while ((rv = cli_ready_check(c, id, h, port_ok && log_ok,
+	    deadline)) == CLI_OK);
+	if (rv == -1)
+		rv = CLI_OK;
+	buf_free(&line[0]);
+	buf_free(&line[1]);
+	return rv;
+}

@@ -1,0 +1,1247 @@
+/*
+ * api_envd.c: envd's process.Process over tend's process and terminal
+ * tables, and POST /init.
+ *
+ * A Start is an ordinary tend launch (a terminal when it asks for a pty)
+ * whose events are read from its record by the follow pump, as exec's
+ * stream is: the stream is one more reader of the stored output, so a
+ * client that goes away leaves the process, and what it writes, alone.
+ * The selector's pid is looked up among the current boot's records: a
+ * running one, else the newest ended one (pids are reused; an ended
+ * record still answers Connect with its exit).
+ */
+#include <sys/types.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_envd.h"
+#include "base/codec.h"
+#include "base/util.h"
+#include "connect.h"
+#include "core/follow.h"
+#include "envd.h"
+
+/* What a selector names: a process or a terminal (one of them). */
+struct envd_target {
+	struct proc	*p;
+	struct term	*t;
+};
+
+/* One Start or Connect stream: a follow of the record, into envelopes. */
+struct envd_stream {
+	struct http_conn	*c;
+	struct api		*api;
+	struct follow		*f;
+	struct envd_timers	 tm;	/* a deadline: Connect's own */
+	bool			 pty;
+};
+
+/* A terminal's lifetime (Start's Connect-Timeout-Ms): KILL at its end. */
+struct envd_life {
+	struct term_watch	 w;
+	ev_timer		 t;
+	struct ev_loop		*loop;
+};
+
+/*
+ * The names of a Start's envs (its values are never kept), for List:
+ * one per record, dropped when the table removes the record.
+ */
+struct envd_names {
+	struct envd_names	*next;
+	const void		*rec;		/* a struct proc or term */
+	char			*json;		/* {"NAME":"",...} */
+};
+
+/* A parsed StartRequest. */
+struct envd_launch {
+	char			**argv;		/* cmd, args: into the body */
+	char			**env;
+	char			 cwd[PATH_MAX];
+	const char		*tag;
+	bool			 pty, stdin_pipe;
+	unsigned int		 cols, rows;
+	uint64_t		 timeout_ms;	/* 0: none */
+	struct envd_user	 u;
+	const cJSON		*envs;
+};
+
+static struct envd_names	*api_envd_names;
+static struct proctab_sub	 api_envd_psub;
+static struct termtab_sub	 api_envd_tsub;
+
+static void	api_envd_start(struct http_conn *, struct http_req *);
+static void	api_envd_connect(struct http_conn *, struct http_req *);
+static void	api_envd_list(struct http_conn *, struct http_req *);
+static void	api_envd_input(struct http_conn *, struct http_req *);
+static void	api_envd_signal(struct http_conn *, struct http_req *);
+static void	api_envd_close_stdin(struct http_conn *, struct http_req *);
+static void	api_envd_update(struct http_conn *, struct http_req *);
+static void	api_envd_init(struct http_conn *, struct http_req *);
+
+const struct http_route api_envd_routes[] = {
+	{ "POST",	"/process.Process/Start",	api_envd_start, NULL },
+	{ "POST",	"/process.Process/Connect",	api_envd_connect, NULL },
+	{ "POST",	"/process.Process/List",	api_envd_list, NULL },
+	{ "POST",	"/process.Process/SendInput",	api_envd_input, NULL },
+	{ "POST",	"/process.Process/SendSignal",	api_envd_signal, NULL },
+	{ "POST",	"/process.Process/CloseStdin",	api_envd_close_stdin,
+	    NULL },
+	{ "POST",	"/process.Process/Update",	api_envd_update, NULL },
+	{ "POST",	"/process.Process/*",	envd_unimplemented, NULL },
+	{ "POST",	"/init",		api_envd_init, NULL },
+	{ NULL, NULL, NULL, NULL }
+};
+
+/* ------------------------------------------------------------------ */
+/* Env names kept for List */
+
+static void
+api_envd_names_drop(const void *rec)
+{
+	struct envd_names	**pp, *n;
+
+	for (pp = &api_envd_names; (n = *pp) != NULL; pp = &n->next)
+		if (n->rec == rec) {
+			*pp = n->next;
+			free(n->json);
+			free(n);
+			return;
+		}
+}
+
+static void
+api_envd_proc_removed(struct proctab_sub *s, struct proc *p,
+    enum proctab_event ev)
+{
+	(void)s;
+	if (ev == PROCTAB_EV_REMOVE)
+		api_envd_names_drop(p);
+}
+
+static void
+api_envd_term_removed(struct termtab_sub *s, struct term *t,
+    enum termtab_event ev)
+{
+	(void)s;
+	if (ev == TERMTAB_EV_REMOVE)
+		api_envd_names_drop(t);
+}
+
+/* Keep the names of envs for rec (best effort: List shows {} without). */
+static void
+api_envd_names_add(struct api *a, const void *rec, const cJSON *envs)
+{
+	struct envd_names	*n;
+	const cJSON		*el;
+	cJSON			*j;
+
+	if (api_envd_psub.tab == NULL) {
+		proctab_subscribe(a->tab, &api_envd_psub,
+		    api_envd_proc_removed);
+		termtab_subscribe(a->terms, &api_envd_tsub,
+		    api_envd_term_removed);
+	}
+	if (envs == NULL || (n = calloc(1, sizeof(*n))) == NULL)
+		return;
+	j = cJSON_CreateObject();
+	cJSON_ArrayForEach(el, envs)
+		cJSON_AddStringToObject(j, el->string, "");
+	n->json = j != NULL ? cJSON_PrintUnformatted(j) : NULL;
+	cJSON_Delete(j);
+	if (n->json == NULL) {
+		free(n);
+		return;
+	}
+	n->rec = rec;
+	n->next = api_envd_names;
+	api_envd_names = n;
+}
+
+static cJSON *
+api_envd_names_json(const void *rec)
+{
+	struct envd_names	*n;
+
+	for (n = api_envd_names; n != NULL; n = n->next)
+		if (n->rec == rec)
+			return cJSON_Parse(n->json);
+	return cJSON_CreateObject();
+}
+
+/* ------------------------------------------------------------------ */
+/* Selectors */
+
+static bool
+api_envd_ended(const struct envd_target *t)
+{
+	return t->p != NULL ? proc_ended(t->p, PROC_END_STATE) :
+	    term_ended(t->t);
+}
+
+/* The running record with pid, else the newest ended one. */
+static void
+api_envd_by_pid(struct api *a, pid_t pid, struct envd_target *t)
+{
+	struct proc	*p, *endp = NULL;
+	struct term	*tm, *endt = NULL;
+
+	for (p = proctab_first(a->tab); p != NULL; p = proc_next(p))
+		if (proc_pid(p) == pid) {
+			if (!proc_ended(p, PROC_END_STATE)) {
+				t->p = p;
+				return;
+			}
+			endp = p;	/* launch order: the last is the newest */
+		}
+	for (tm = termtab_first(a->terms); tm != NULL; tm = term_next(tm))
+		if (term_pid(tm) == pid) {
+			if (!term_ended(tm)) {
+				t->t = tm;
+				return;
+			}
+			endt = tm;
+		}
+	if (endp != NULL && (endt == NULL ||
+	    proc_started_ms(endp) >= term_created_ms(endt)))
+		t->p = endp;
+	else
+		t->t = endt;
+}
+
+/* A uint32 of proto3 JSON: a number, or a decimal string. */
+static int
+api_envd_uint(const cJSON *f, uint64_t max, uint64_t *v)
+{
+	if (cJSON_IsString(f))
+		return codec_parse_u64(f->valuestring, v) == -1 || *v > max ?
+		    -1 : 0;
+	if (!api_integer(f, 0, (double)max))
+		return -1;
+	*v = (uint64_t)f->valuedouble;
+	return 0;
+}
+
+/*
+ * The request's "process" selector: {pid} or {tag}.  -1 with
+ * invalid_argument, or not_found when nothing answers it.
+ */
+static int
+api_envd_select(struct api *a, const cJSON *j, struct envd_target *t,
+    struct envd_err *e)
+{
+	const cJSON	*sel, *pid, *tag;
+	uint64_t	 v;
+
+	memset(t, 0, sizeof(*t));
+	sel = connect_field(j, "process");
+	pid = cJSON_IsObject(sel) ? connect_field(sel, "pid") : NULL;
+	tag = cJSON_IsObject(sel) ? connect_field(sel, "tag") : NULL;
+	if (cJSON_IsString(tag)) {
+		if (proc_id_valid(tag->valuestring) &&
+		    (t->p = proc_find(a->tab, tag->valuestring)) == NULL)
+			t->t = term_find(a->terms, tag->valuestring);
+		if (t->p == NULL && t->t == NULL) {
+			envd_err_set(e, "not_found", "process with tag "
+			    "'%.128s' not found", tag->valuestring);
+			return -1;
+		}
+		return 0;
+	}
+	if (pid == NULL || api_envd_uint(pid, INT_MAX, &v) == -1) {
+		envd_err_set(e, "invalid_argument", "process: a selector "
+		    "{\"pid\": N} or {\"tag\": \"...\"} is required");
+		return -1;
+	}
+	api_envd_by_pid(a, (pid_t)v, t);
+	if (t->p == NULL && t->t == NULL) {
+		envd_err_set(e, "not_found", "process with pid %llu not found",
+		    (unsigned long long)v);
+		return -1;
+	}
+	return 0;
+}
+
+/* The selector, of a record still running: an ended one is not_found. */
+static int
+api_envd_select_live(struct api *a, const cJSON *j, struct envd_target *t,
+    struct envd_err *e)
+{
+	if (api_envd_select(a, j, t, e) == -1)
+		return -1;
+	if (api_envd_ended(t)) {
+		envd_err_set(e, "not_found", "process '%s' has ended",
+		    t->p != NULL ? proc_id(t->p) : term_id(t->t));
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Events */
+
+/*
+ * Go's names of a signal (its syscall package's, Linux), which envd's
+ * status carries and the SDK shows: "killed", "terminated"; "signal N"
+ * past them, as Go's Signal.String.  A table, not strsignal: glibc's and
+ * musl's texts differ from Go's and from each other.
+ */
+static void
+api_envd_signame(int sig, char *out, size_t n)
+{
+	static const char *const names[] = {
+		[SIGHUP] = "hangup", [SIGINT] = "interrupt",
+		[SIGQUIT] = "quit", [SIGILL] = "illegal instruction",
+		[SIGTRAP] = "trace/breakpoint trap", [SIGABRT] = "aborted",
+		[SIGBUS] = "bus error", [SIGFPE] = "floating point exception",
+		[SIGKILL] = "killed", [SIGUSR1] = "user defined signal 1",
+		[SIGSEGV] = "segmentation fault",
+		[SIGUSR2] = "user defined signal 2", [SIGPIPE] = "broken pipe",
+		[SIGALRM] = "alarm clock", [SIGTERM] = "terminated",
+		[SIGSTKFLT] = "stack fault", [SIGCHLD] = "child exited",
+		[SIGCONT] = "continued", [SIGSTOP] = "stopped (signal)",
+		[SIGTSTP] = "stopped", [SIGTTIN] = "stopped (tty input)",
+		[SIGTTOU] = "stopped (tty output)",
+		[SIGURG] = "urgent I/O condition",
+		[SIGXCPU] = "CPU time limit exceeded",
+		[SIGXFSZ] = "file size limit exceeded",
+		[SIGVTALRM] = "virtual timer expired",
+		[SIGPROF] = "profiling timer expired",
+		[SIGWINCH] = "window changed", [SIGIO] = "I/O possible",
+		[SIGPWR] = "power failure", [SIGSYS] = "bad system call",
+	};
+
+	if (sig > 0 && (size_t)sig < nitems(names) && names[sig] != NULL)
+		(void)snprintf(out, n, "%s", names[sig]);
+	else
+		(void)snprintf(out, n, "signal %d", sig);
+}
+
+/*
+ * The end event of an ended record, as envd sends it: exitCode,
+ * exited, status and error (proto3: zero values omitted).  *timed_out:
+ * its lifetime ran out.
+ */
+static char *
+api_envd_end_json(const struct envd_target *t, bool *timed_out)
+{
+	const cJSON	*f;
+	cJSON		*x, *j, *end;
+	char		 status[96], name[64];
+	char		*s;
+	int		 code, sig;
+
+	x = t->p != NULL ? proc_exit_json(t->p) : term_exit_json(t->t);
+	code = (f = cJSON_GetObjectItemCaseSensitive(x, "code")) != NULL ?
+	    f->valueint : -1;
+	sig = (f = cJSON_GetObjectItemCaseSensitive(x, "signal")) != NULL ?
+	    f->valueint : 0;
+	*timed_out = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x,
+	    "timedOut"));
+	cJSON_Delete(x);
+	if (sig != 0) {
+		api_envd_signame(sig, name, sizeof(name));
+		(void)snprintf(status, sizeof(status), "signal: %s", name);
+		code = -1;
+	} else
+		(void)snprintf(status, sizeof(status), "exit status %d", code);
+	j = cJSON_CreateObject();
+	end = cJSON_AddObjectToObject(cJSON_AddObjectToObject(j, "event"),
+	    "end");
+	if (code != 0)
+		cJSON_AddNumberToObject(end, "exitCode", code);
+	if (sig == 0)
+		cJSON_AddBoolToObject(end, "exited", true);
+	cJSON_AddStringToObject(end, "status", status);
+	if (code != 0)
+		cJSON_AddStringToObject(end, "error", status);
+	s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	return s;
+}
+
+static int
+api_envd_start_msg(struct http_conn *c, pid_t pid)
+{
+	char	m[64];
+
+	(void)snprintf(m, sizeof(m), "{\"event\":{\"start\":{\"pid\":%d}}}",
+	    (int)pid);
+	return envd_stream_msg(c, m);
+}
+
+/* ------------------------------------------------------------------ */
+/* Streams */
+
+static void
+api_envd_stream_free(void *owner)
+{
+	struct envd_stream	*st = owner;
+
+	follow_free(st->f);
+	envd_timers_stop(&st->tm);
+	st->api->followers--;
+	free(st);
+}
+
+static int
+api_envd_send(struct envd_stream *st, const char *json)
+{
+	envd_timers_touch(&st->tm);
+	return envd_stream_msg(st->c, json);
+}
+
+static int
+api_envd_chunk(void *ctx, const struct follow_chunk *ch)
+{
+	struct envd_stream	*st = ctx;
+	struct buf		 m = { 0 };
+	int			 rc;
+
+	rc = buf_printf(&m, "{\"event\":{\"data\":{\"%s\":\"", st->pty ?
+	    "pty" : ch->stream == LS_STDERR ? "stderr" : "stdout");
+	rc |= codec_b64_encode(&m, ch->data, ch->len);
+	rc |= buf_add(&m, "\"}}}", 5);		/* NUL-terminated */
+	if (rc != 0) {
+		buf_free(&m);
+		http_conn_abort(st->c);
+		return -1;
+	}
+	rc = api_envd_send(st, m.data);
+	buf_free(&m);
+	return rc;
+}
+
+/* A byte stream has no event for lost bytes: /v1's logs tell them. */
+static int
+api_envd_gap(void *ctx, const struct follow_gap *g)
+{
+	(void)ctx;
+	(void)g;
+	return 0;
+}
+
+static void
+api_envd_end(void *ctx, enum follow_why why, const char *cursor)
+{
+	struct envd_stream	*st = ctx;
+	struct envd_target	 t = { follow_proc(st->f), follow_term(st->f) };
+	struct envd_err		 e;
+	bool			 timed_out = false;
+	char			*s;
+
+	(void)cursor;
+	if (why == FOLLOW_GONE || (t.p == NULL && t.t == NULL)) {
+		envd_err_set(&e, "not_found", "the process was removed");
+		envd_stream_finish(&st->tm, &e);
+		return;
+	}
+	if ((s = api_envd_end_json(&t, &timed_out)) == NULL ||
+	    envd_stream_msg(st->c, s) == -1) {
+		free(s);
+		http_conn_abort(st->c);		/* closed: frees st */
+		return;
+	}
+	free(s);
+	envd_err_set(&e, "deadline_exceeded", "the process's lifetime "
+	    "(Connect-Timeout-Ms) ran out: killed");
+	envd_stream_finish(&st->tm, timed_out ? &e : NULL);
+}
+
+static size_t
+api_envd_pending(void *ctx)
+{
+	struct envd_stream	*st = ctx;
+
+	return http_conn_dead(st->c) ? FOLLOW_SINK_DEAD :
+	    http_conn_pending(st->c);
+}
+
+static const struct follow_sink api_envd_sink = {
+	api_envd_chunk, api_envd_gap, api_envd_end, NULL,
+	api_envd_pending, HTTP_OUT_HIGH, NULL
+};
+
+static void
+api_envd_drained(struct http_conn *c, void *owner)
+{
+	struct envd_stream	*st = owner;
+
+	(void)c;
+	follow_drained(st->f);
+}
+
+/* The client went away: the process goes on, its output stored. */
+static void
+api_envd_closed(struct http_conn *c, void *owner)
+{
+	(void)c;
+	api_envd_stream_free(owner);
+}
+
+/* A follow of t's record: from its start (replay), or from now. */
+static struct follow *
+api_envd_follow_new(struct api *a, const struct envd_target *t,
+    bool replay, struct envd_err *e)
+{
+	struct follow_opts	 o = { 0 };
+	struct follow_src	 src = { 0 };
+	struct follow		*f;
+	char			 ts[TIME_MAX];
+
+	if (t->p != NULL) {
+		src.ls = proc_store(t->p);
+		src.proc = t->p;
+		src.until = PROC_END_ROOT;	/* as exec: a daemon's pipe
+						   does not hold the stream */
+		src.boot = proc_boot(t->p);
+		src.id = proc_id(t->p);
+		codec_time(ts, proc_started_ms(t->p));
+	} else {
+		src.ls = term_store(t->t);
+		src.term = t->t;
+		src.boot = termtab_boot(a->terms);
+		src.id = term_id(t->t);
+		codec_time(ts, term_created_ms(t->t));
+		o.eager = true;		/* an interactive reader */
+	}
+	src.started = ts;
+	o.walk = FOLLOW_RECORDS;
+	o.follow = true;
+	if (src.ls == NULL || (f = follow_new(proctab_loop(a->tab), &src,
+	    &o)) == NULL) {
+		envd_err_set(e, "internal", "cannot read the output of '%s': "
+		    "%s", src.id, strerror(errno));
+		return NULL;
+	}
+	(void)follow_seek(f, NULL, replay);
+	return f;
+}
+
+/*
+ * Stream t's events: the head, start, then the follow's data until the
+ * end.  deadline_ms (Connect): the stream's own lifetime, 0 for none.
+ */
+static void
+api_envd_stream(struct http_conn *c, struct http_req *r,
+    const struct envd_target *t, bool replay, uint64_t deadline_ms)
+{
+	struct api		*a = api_of(c);
+	struct envd_stream	*st;
+	struct envd_err		 e;
+
+	if ((st = calloc(1, sizeof(*st))) == NULL) {
+		envd_err_set(&e, "resource_exhausted", "out of memory");
+		envd_stream_fail(c, &e);
+		return;
+	}
+	if ((st->f = api_envd_follow_new(a, t, replay, &e)) == NULL) {
+		free(st);
+		envd_stream_fail(c, &e);
+		return;
+	}
+	st->c = c;
+	st->api = a;
+	st->pty = t->t != NULL;
+	a->followers++;
+	envd_timers_init(&st->tm, proctab_loop(a->tab), c, r,
+	    "{\"event\":{\"keepalive\":{}}}", api_envd_stream_free, st);
+	http_conn_own(c, st, api_envd_drained, api_envd_closed);
+	if (envd_stream_begin(c) == -1 || api_envd_start_msg(c, t->p != NULL ?
+	    proc_pid(t->p) : term_pid(t->t)) == -1)
+		return;		/* api_envd_closed frees it */
+	envd_timers_start(&st->tm, deadline_ms);
+	follow_start(st->f, &api_envd_sink, st);
+}
+
+/* ------------------------------------------------------------------ */
+/* Start */
+
+/* process.args: an array of strings, after cmd in argv. */
+static int
+api_envd_argv(const cJSON *proc, struct envd_launch *l, struct envd_err *e)
+{
+	const cJSON	*cmd, *args, *el;
+	int		 n = 0, i = 1;
+
+	cmd = connect_field(proc, "cmd");
+	args = connect_field(proc, "args");
+	if (!cJSON_IsString(cmd) || cmd->valuestring[0] == '\0') {
+		envd_err_set(e, "invalid_argument", "process.cmd: must be a "
+		    "non-empty string");
+		return -1;
+	}
+	if (args != NULL && (!cJSON_IsArray(args) ||
+	    (n = cJSON_GetArraySize(args)) >= PROC_MAX_ARGV)) {
+		envd_err_set(e, "invalid_argument", "process.args: must be an "
+		    "array of at most %d strings", PROC_MAX_ARGV - 1);
+		return -1;
+	}
+	if ((l->argv = calloc(n + 2, sizeof(char *))) == NULL) {
+		envd_err_set(e, "resource_exhausted", "out of memory");
+		return -1;
+	}
+	l->argv[0] = cmd->valuestring;
+	cJSON_ArrayForEach(el, args) {
+		if (!cJSON_IsString(el)) {
+			envd_err_set(e, "invalid_argument", "process.args: "
+			    "every element must be a string");
+			return -1;
+		}
+		l->argv[i++] = el->valuestring;
+	}
+	return 0;
+}
+
+/* pty.size.cols and rows, 0 (absent) for the default. */
+static int
+api_envd_pty_size(const cJSON *pty, unsigned int *cols, unsigned int *rows,
+    struct envd_err *e)
+{
+	const cJSON	*size, *f;
+	uint64_t	 v[2] = { 0, 0 };
+
+	if (!cJSON_IsObject(pty) || ((size = connect_field(pty, "size")) !=
+	    NULL && !cJSON_IsObject(size)))
+		goto bad;
+	if (size != NULL && (((f = connect_field(size, "cols")) != NULL &&
+	    api_envd_uint(f, PTY_MAX_DIM, &v[0]) == -1) ||
+	    ((f = connect_field(size, "rows")) != NULL &&
+	    api_envd_uint(f, PTY_MAX_DIM, &v[1]) == -1)))
+		goto bad;
+	*cols = (unsigned int)v[0];
+	*rows = (unsigned int)v[1];
+	return 0;
+bad:
+	envd_err_set(e, "invalid_argument", "pty: {\"size\":{\"cols\":N,"
+	    "\"rows\":N}}, each at most %d", PTY_MAX_DIM);
+	return -1;
+}
+
+/* tag, stdin, pty: the StartRequest's fields beside process. */
+static int
+api_envd_start_fields(const cJSON *j, struct envd_launch *l,
+    struct envd_err *e)
+{
+	const cJSON	*f;
+
+	if ((f = connect_field(j, "tag")) != NULL) {
+		if (!cJSON_IsString(f) || !proc_id_valid(f->valuestring)) {
+			envd_err_set(e, "invalid_argument", "tag: must match "
+			    "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$ (it is the "
+			    "tend ID)");
+			return -1;
+		}
+		l->tag = f->valuestring;
+	}
+	/* Absent means true: envd's, for SDKs older than the field. */
+	l->stdin_pipe = true;
+	if ((f = connect_field(j, "stdin")) != NULL) {
+		if (!cJSON_IsBool(f)) {
+			envd_err_set(e, "invalid_argument", "stdin: must be a "
+			    "boolean");
+			return -1;
+		}
+		l->stdin_pipe = cJSON_IsTrue(f);
+	}
+	if ((f = connect_field(j, "pty")) != NULL) {
+		l->pty = true;
+		return api_envd_pty_size(f, &l->cols, &l->rows, e);
+	}
+	return 0;
+}
+
+static void
+api_envd_launch_free(struct envd_launch *l)
+{
+	free(l->argv);
+	envd_env_free(l->env);
+}
+
+/* The StartRequest j and the request's headers into l. */
+static int
+api_envd_launch_opts(struct api *a, struct http_req *r, const cJSON *j,
+    struct envd_launch *l, struct envd_err *e)
+{
+	const cJSON	*proc, *cwd;
+
+	memset(l, 0, sizeof(*l));
+	if (envd_request_user(a->envd, r, &l->u, e) == -1)
+		return -1;
+	if (!cJSON_IsObject(proc = connect_field(j, "process"))) {
+		envd_err_set(e, "invalid_argument", "process: must be an "
+		    "object {cmd, args, envs, cwd}");
+		return -1;
+	}
+	cwd = connect_field(proc, "cwd");
+	if (cwd != NULL && !cJSON_IsString(cwd)) {
+		envd_err_set(e, "invalid_argument", "process.cwd: must be a "
+		    "string");
+		return -1;
+	}
+	l->envs = connect_field(proc, "envs");
+	if (envd_timeout(r, &l->timeout_ms, e) == -1 ||
+	    api_envd_argv(proc, l, e) == -1 ||
+	    envd_path(a->envd, &l->u, cwd != NULL ? cwd->valuestring : "",
+	    true, l->cwd, sizeof(l->cwd), e) == -1 ||
+	    (l->env = envd_environ(a->envd, &l->u, l->envs, e)) == NULL)
+		return -1;
+	return api_envd_start_fields(j, l, e);
+}
+
+/* A launch that failed, as envd's codes say it. */
+static void
+api_envd_spawn_err(bool failed, int err, const struct envd_launch *l,
+    struct envd_err *e)
+{
+	if (failed)
+		envd_err_set(e, "invalid_argument", "cannot start '%.128s' in "
+		    "'%.256s': %s", l->argv[0], l->cwd, strerror(err));
+	else if (err == EEXIST)
+		envd_err_set(e, "already_exists", "tag '%s' is already taken "
+		    "in this boot", l->tag != NULL ? l->tag : "");
+	else if (err == EAGAIN || err == EMFILE || err == ENFILE ||
+	    err == ENOMEM || err == ENOSPC || err == EDQUOT)
+		envd_err_set(e, "resource_exhausted", "cannot start now: %s",
+		    strerror(err));
+	else
+		envd_err_set(e, "internal", "cannot start: %s", strerror(err));
+}
+
+static struct proc *
+api_envd_spawn_proc(struct api *a, const struct envd_launch *l,
+    bool *failed, int *err)
+{
+	struct proc_opts	o;
+
+	memset(&o, 0, sizeof(o));
+	o.argv = l->argv;
+	o.cwd = l->cwd;
+	o.env = l->env;
+	o.id = l->tag;
+	o.stdin_pipe = l->stdin_pipe;
+	o.timeout_s = l->timeout_ms / 1000.0;
+	o.timeout_kill = true;
+	o.grace_s = PROC_KILL_GRACE_MS / 1000.0;
+	o.has_user = true;
+	o.uid = l->u.uid;
+	o.gid = l->u.gid;
+	memcpy(o.user_name, l->u.name, sizeof(o.user_name));
+	o.user = o.user_name[0] != '\0' ? o.user_name : NULL;
+	return proc_spawn(a->tab, &o, failed, err);
+}
+
+static void
+api_envd_life_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct envd_life	*lf = container_of(w, struct envd_life, t);
+
+	(void)loop;
+	(void)revents;
+	(void)term_signal_session(lf->w.term, SIGKILL);
+}
+
+static void
+api_envd_life_event(struct term_watch *w, enum term_event ev)
+{
+	struct envd_life	*lf = container_of(w, struct envd_life, w);
+
+	if (ev == TERM_EV_OUTPUT)
+		return;
+	if (ev == TERM_EV_END)
+		term_watch_del(w);
+	ev_timer_stop(lf->loop, &lf->t);
+	free(lf);
+}
+
+/* A terminal's lifetime: KILL its session at ms. */
+static void
+api_envd_life(struct api *a, struct term *t, uint64_t ms)
+{
+	struct envd_life	*lf;
+
+	if (ms == 0 || (lf = calloc(1, sizeof(*lf))) == NULL)
+		return;
+	lf->loop = proctab_loop(a->tab);
+	ev_timer_init(&lf->t, api_envd_life_cb, ms / 1000.0, 0.);
+	ev_timer_start(lf->loop, &lf->t);
+	term_watch_add(t, &lf->w, api_envd_life_event);
+}
+
+static struct term *
+api_envd_spawn_term(struct api *a, const struct envd_launch *l,
+    bool *failed, int *err)
+{
+	struct term_opts	 o;
+	struct term		*t;
+
+	memset(&o, 0, sizeof(o));
+	o.argv = l->argv;
+	o.cwd = l->cwd;
+	o.env = l->env;
+	o.id = l->tag;
+	o.cols = l->cols;
+	o.rows = l->rows;
+	o.has_user = true;
+	o.uid = l->u.uid;
+	o.gid = l->u.gid;
+	o.user = l->u.name[0] != '\0' ? l->u.name : NULL;
+	if ((t = term_create(a->terms, &o, failed, err)) != NULL)
+		api_envd_life(a, t, l->timeout_ms);
+	return t;
+}
+
+/*
+ * POST /process.Process/Start.  start{pid} goes out only after the exec
+ * succeeded (proc_spawn and term_create return after it); a failure is
+ * the stream's only frame.  Connect-Timeout-Ms is the process's
+ * lifetime: at it the group is KILLed.
+ */
+static void
+api_envd_start(struct http_conn *c, struct http_req *r)
+{
+	struct api		*a = api_of(c);
+	struct envd_launch	 l;
+	struct envd_target	 t = { NULL, NULL };
+	struct envd_err		 e;
+	cJSON			*j;
+	bool			 failed = false;
+	int			 err = 0;
+
+	if ((j = envd_stream_body(r, &e)) == NULL) {
+		envd_stream_fail(c, &e);
+		return;
+	}
+	if (api_envd_launch_opts(a, r, j, &l, &e) == 0) {
+		if (l.pty)
+			t.t = api_envd_spawn_term(a, &l, &failed, &err);
+		else
+			t.p = api_envd_spawn_proc(a, &l, &failed, &err);
+		if (t.p == NULL && t.t == NULL)
+			api_envd_spawn_err(failed, err, &l, &e);
+		else
+			api_envd_names_add(a, t.p != NULL ? (void *)t.p :
+			    (void *)t.t, l.envs);
+	}
+	if (t.p != NULL || t.t != NULL)
+		api_envd_stream(c, r, &t, true, 0);
+	else
+		envd_stream_fail(c, &e);
+	api_envd_launch_free(&l);
+	cJSON_Delete(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* Connect */
+
+/* An ended record: start, its end, {} (live-only: no old output). */
+static void
+api_envd_connect_ended(struct http_conn *c, const struct envd_target *t)
+{
+	bool	 timed_out;
+	char	*s;
+
+	if (envd_stream_begin(c) == -1 || api_envd_start_msg(c, t->p ?
+	    proc_pid(t->p) : term_pid(t->t)) == -1)
+		return;
+	if ((s = api_envd_end_json(t, &timed_out)) == NULL) {
+		http_conn_abort(c);
+		return;
+	}
+	if (envd_stream_msg(c, s) == 0)
+		envd_stream_end(c, NULL);
+	free(s);
+}
+
+/*
+ * POST /process.Process/Connect: live events from now on (the full
+ * history is /v1/processes/{tag}/logs).  Connect-Timeout-Ms bounds the
+ * stream only.
+ */
+static void
+api_envd_connect(struct http_conn *c, struct http_req *r)
+{
+	struct envd_target	 t;
+	struct envd_err		 e;
+	uint64_t		 ms;
+	cJSON			*j;
+
+	if ((j = envd_stream_body(r, &e)) == NULL) {
+		envd_stream_fail(c, &e);
+		return;
+	}
+	if (envd_timeout(r, &ms, &e) == -1 ||
+	    api_envd_select(api_of(c), j, &t, &e) == -1)
+		envd_stream_fail(c, &e);
+	else if (api_envd_ended(&t))
+		api_envd_connect_ended(c, &t);
+	else
+		api_envd_stream(c, r, &t, false, ms);
+	cJSON_Delete(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* List */
+
+/* ProcessInfo of a status (proc or term): config{cmd,args,envs,cwd}. */
+static cJSON *
+api_envd_info(cJSON *st, const void *rec)
+{
+	const cJSON	*cmd, *el, *f;
+	cJSON		*j, *cfg, *args;
+	int		 i = 0;
+
+	j = cJSON_CreateObject();
+	cfg = cJSON_AddObjectToObject(j, "config");
+	cmd = cJSON_GetObjectItemCaseSensitive(st, "command");
+	args = cJSON_AddArrayToObject(cfg, "args");
+	cJSON_ArrayForEach(el, cmd)
+		if (i++ == 0)
+			cJSON_AddStringToObject(cfg, "cmd", el->valuestring);
+		else
+			cJSON_AddItemToArray(args,
+			    cJSON_CreateString(el->valuestring));
+	cJSON_AddItemToObject(cfg, "envs", api_envd_names_json(rec));
+	if (cJSON_IsString(f = cJSON_GetObjectItemCaseSensitive(st, "cwd")))
+		cJSON_AddStringToObject(cfg, "cwd", f->valuestring);
+	if ((f = cJSON_GetObjectItemCaseSensitive(st, "pid")) != NULL)
+		cJSON_AddNumberToObject(j, "pid", f->valuedouble);
+	if (cJSON_IsString(f = cJSON_GetObjectItemCaseSensitive(st, "id")))
+		cJSON_AddStringToObject(j, "tag", f->valuestring);
+	cJSON_Delete(st);
+	return j;
+}
+
+/* POST /process.Process/List: running processes and terminals. */
+static void
+api_envd_list(struct http_conn *c, struct http_req *r)
+{
+	struct api	*a = api_of(c);
+	struct envd_err	 e;
+	struct proc	*p;
+	struct term	*t;
+	cJSON		*j, *reply, *list;
+
+	if ((j = envd_unary_body(r, &e)) == NULL) {
+		envd_reply_err(c, &e);
+		return;
+	}
+	cJSON_Delete(j);
+	reply = cJSON_CreateObject();
+	list = cJSON_AddArrayToObject(reply, "processes");
+	for (p = proctab_first(a->tab); p != NULL; p = proc_next(p))
+		if (proc_state(p) == PROC_RUNNING)
+			cJSON_AddItemToArray(list,
+			    api_envd_info(proc_status_json(p), p));
+	for (t = termtab_first(a->terms); t != NULL; t = term_next(t))
+		if (!term_ended(t))
+			cJSON_AddItemToArray(list,
+			    api_envd_info(term_status_json(t), t));
+	envd_reply(c, reply);
+}
+
+/* ------------------------------------------------------------------ */
+/* Input */
+
+static void
+api_envd_ok(struct http_conn *c)
+{
+	envd_reply(c, cJSON_CreateObject());
+}
+
+/* A held SendInput's answer: the queue took it, or the input closed. */
+static void
+api_envd_input_answer(struct http_conn *c, int err)
+{
+	struct envd_err	e;
+
+	http_conn_own(c, NULL, NULL, NULL);
+	if (err == 0) {
+		api_envd_ok(c);
+		return;
+	}
+	envd_err_set(&e, err == ENOENT ? "not_found" : "failed_precondition",
+	    err == ENOENT ? "the process was removed" : "the input was "
+	    "closed before it was written");
+	envd_reply_err(c, &e);
+}
+
+static void
+api_envd_stdin_wake(struct proc *p, void *writer, int err)
+{
+	(void)p;
+	api_envd_input_answer(writer, err);
+}
+
+static void
+api_envd_tty_wake(struct term *t, void *writer, int err)
+{
+	(void)t;
+	api_envd_input_answer(writer, err);
+}
+
+static void
+api_envd_stdin_gone(struct http_conn *c, void *owner)
+{
+	(void)c;
+	proc_stdin_unhold(owner);
+}
+
+static void
+api_envd_tty_gone(struct http_conn *c, void *owner)
+{
+	(void)c;
+	term_input_unhold(owner);
+}
+
+/*
+ * Bytes to a process's stdin: 0 when replied or held (the reply waits
+ * for room in the queue, as /v1's stdin does), -1 with e.
+ */
+static int
+api_envd_to_stdin(struct http_conn *c, struct proc *p, const struct buf *d,
+    struct envd_err *e)
+{
+	if (!proc_stdin_piped(p) || !proc_stdin_open(p)) {
+		envd_err_set(e, "failed_precondition", "stdin of '%s' is not "
+		    "open (started with stdin false, or closed)", proc_id(p));
+		return -1;
+	}
+	if (proc_stdin_writer(p) != NULL) {
+		envd_err_set(e, "unavailable", "stdin of '%s' is busy with "
+		    "another writer", proc_id(p));
+		return -1;
+	}
+	if (proc_stdin(p, d->data, d->len, false) == -1) {
+		envd_err_set(e, "failed_precondition", "stdin of '%s': %s",
+		    proc_id(p), strerror(errno));
+		return -1;
+	}
+	if (proc_stdin_full(p) && proc_stdin_hold(p, c,
+	    api_envd_stdin_wake) == 0) {
+		http_conn_own(c, p, NULL, api_envd_stdin_gone);
+		return 0;
+	}
+	api_envd_ok(c);
+	return 0;
+}
+
+static int
+api_envd_to_tty(struct http_conn *c, struct term *t, const struct buf *d,
+    struct envd_err *e)
+{
+	if (term_input_writer(t) != NULL) {
+		envd_err_set(e, "unavailable", "input of '%s' is busy with "
+		    "another writer", term_id(t));
+		return -1;
+	}
+	if (term_input(t, d->data, d->len) == -1) {
+		envd_err_set(e, "not_found", "terminal '%s' has ended",
+		    term_id(t));
+		return -1;
+	}
+	if (term_input_full(t) && term_input_hold(t, c,
+	    api_envd_tty_wake) == 0) {
+		http_conn_own(c, t, NULL, api_envd_tty_gone);
+		return 0;
+	}
+	api_envd_ok(c);
+	return 0;
+}
+
+/* input{stdin|pty}: the bytes, and whether they are for a pty. */
+static int
+api_envd_input_bytes(const cJSON *j, struct buf *d, bool *pty,
+    struct envd_err *e)
+{
+	const cJSON	*in, *f;
+
+	in = connect_field(j, "input");
+	f = cJSON_IsObject(in) ? connect_field(in, "stdin") : NULL;
+	*pty = f == NULL;
+	if (f == NULL && cJSON_IsObject(in))
+		f = connect_field(in, "pty");
+	if (!cJSON_IsString(f) || codec_b64_decode(d, f->valuestring,
+	    strlen(f->valuestring)) == -1) {
+		envd_err_set(e, "invalid_argument", "input: {\"stdin\": "
+		    "base64} or {\"pty\": base64}");
+		return -1;
+	}
+	return 0;
+}
+
+/* POST /process.Process/SendInput */
+static void
+api_envd_input(struct http_conn *c, struct http_req *r)
+{
+	struct envd_target	 t;
+	struct envd_err		 e;
+	struct buf		 d = { 0 };
+	cJSON			*j;
+	bool			 pty;
+	int			 rc = -1;
+
+	if ((j = envd_unary_body(r, &e)) != NULL &&
+	    api_envd_select_live(api_of(c), j, &t, &e) == 0 &&
+	    api_envd_input_bytes(j, &d, &pty, &e) == 0) {
+		if (pty != (t.t != NULL))
+			envd_err_set(&e, "failed_precondition", pty ?
+			    "not a pty: input goes to stdin" : "a pty: input "
+			    "goes to pty, not stdin");
+		else if (t.p != NULL)
+			rc = api_envd_to_stdin(c, t.p, &d, &e);
+		else
+			rc = api_envd_to_tty(c, t.t, &d, &e);
+	}
+	if (rc == -1)
+		envd_reply_err(c, &e);
+	buf_free(&d);
+	cJSON_Delete(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* Signals, stdin's close, resize */
+
+/* signal: SIGNAL_SIGTERM or SIGNAL_SIGKILL (name or number). */
+static int
+api_envd_signum(const cJSON *j, int *sig, struct envd_err *e)
+{
+	const cJSON	*f = connect_field(j, "signal");
+
+	if (cJSON_IsString(f) && strcmp(f->valuestring, "SIGNAL_SIGTERM") == 0)
+		*sig = SIGTERM;
+	else if (cJSON_IsString(f) &&
+	    strcmp(f->valuestring, "SIGNAL_SIGKILL") == 0)
+		*sig = SIGKILL;
+	else if (api_integer(f, SIGKILL, SIGKILL) ||
+	    api_integer(f, SIGTERM, SIGTERM))
+		*sig = f->valueint;
+	else {
+		envd_err_set(e, "invalid_argument", "signal: SIGNAL_SIGTERM "
+		    "or SIGNAL_SIGKILL");
+		return -1;
+	}
+	return 0;
+}
+
+/* POST /process.Process/SendSignal: to the group (the session's). */
+static void
+api_envd_signal(struct http_conn *c, struct http_req *r)
+{
+	struct envd_target	 t;
+	struct envd_err		 e;
+	cJSON			*j;
+	int			 sig;
+
+	if ((j = envd_unary_body(r, &e)) == NULL ||
+	    api_envd_signum(j, &sig, &e) == -1 ||
+	    api_envd_select_live(api_of(c), j, &t, &e) == -1)
+		envd_reply_err(c, &e);
+	else if (t.p != NULL && proc_kill(t.p, sig, true) == -1) {
+		envd_err_set(&e, errno == ESRCH ? "not_found" : "internal",
+		    "signal to '%s': %s", proc_id(t.p), strerror(errno));
+		envd_reply_err(c, &e);
+	} else {
+		if (t.t != NULL)
+			(void)term_signal_session(t.t, sig);
+		api_envd_ok(c);
+	}
+	cJSON_Delete(j);
+}
+
+/* POST /process.Process/CloseStdin (a pty has none: send Ctrl-D). */
+static void
+api_envd_close_stdin(struct http_conn *c, struct http_req *r)
+{
+	struct envd_target	 t;
+	struct envd_err		 e;
+	cJSON			*j;
+
+	if ((j = envd_unary_body(r, &e)) == NULL ||
+	    api_envd_select_live(api_of(c), j, &t, &e) == -1)
+		envd_reply_err(c, &e);
+	else if (t.t != NULL) {
+		envd_err_set(&e, "failed_precondition", "a pty has no stdin to "
+		    "close: send Ctrl-D (0x04) as pty input");
+		envd_reply_err(c, &e);
+	} else {
+		/* Not piped, or closed already: nothing to do, as envd. */
+		if (proc_stdin_open(t.p))
+			(void)proc_stdin(t.p, "", 0, true);
+		api_envd_ok(c);
+	}
+	cJSON_Delete(j);
+}
+
+/* An UpdateRequest's resize: 0, or -1 with e. */
+static int
+api_envd_resize(const cJSON *j, const struct envd_target *t,
+    struct envd_err *e)
+{
+	const cJSON	*pty = connect_field(j, "pty");
+	unsigned int	 cols = 0, rows = 0;
+
+	if (pty == NULL)
+		return 0;
+	if (api_envd_pty_size(pty, &cols, &rows, e) == -1)
+		return -1;
+	if (t->t == NULL) {
+		envd_err_set(e, "failed_precondition", "'%s' is not a pty",
+		    proc_id(t->p));
+		return -1;
+	}
+	if (cols == 0 || rows == 0) {
+		envd_err_set(e, "invalid_argument", "pty.size: cols and rows "
+		    "must be positive");
+		return -1;
+	}
+	if (term_resize(t->t, cols, rows) == -1) {
+		envd_err_set(e, "not_found", "terminal '%s' has ended",
+		    term_id(t->t));
+		return -1;
+	}
+	return 0;
+}
+
+/* POST /process.Process/Update: a pty's size. */
+static void
+api_envd_update(struct http_conn *c, struct http_req *r)
+{
+	struct envd_target	 t;
+	struct envd_err		 e;
+	cJSON			*j;
+
+	if ((j = envd_unary_body(r, &e)) == NULL ||
+	    api_envd_select_live(api_of(c), j, &t, &e) == -1 ||
+	    api_envd_resize(j, &t, &e) == -1)
+		envd_reply_err(c, &e);
+	else
+		api_envd_ok(c);
+	cJSON_Delete(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* POST /init */
+
+/* 204, as envd answers it; the defaults hold for later requests. */
+static void
+api_envd_init(struct http_conn *c, struct http_req *r)
+{
+	struct envd_err	 e;
+	cJSON		*j;
+
+	if ((j = envd_unary_body(r, &e)) == NULL) {
+		envd_reply_err(c, &e);
+		return;
+	}
+	if (envd_apply_init(api_of(c)->envd, j, &e) == -1)
+		envd_reply_err(c, &e);
+	else
+		http_reply(c, 204, NULL, NULL, 0);
+	cJSON_Delete(j);
+}

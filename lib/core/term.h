@@ -1,0 +1,179 @@
+/*
+ * term: the terminal table.  Each terminal is a child in a session of
+ * its own on the slave of a pty (lib/pty.h), its output drained from the
+ * master into a record (boots/<boot>/terms/<id>/, one stream "output"),
+ * its input queued for the master.  The structs are term's own: other
+ * modules use the functions below.
+ *
+ * The end of a terminal is its session leader reaped AND the master
+ * drained to EIO (every byte the session wrote is stored).  The exit of
+ * the controlling process hangs the terminal up, so EIO follows at once;
+ * a leader that gave the terminal up (TIOCNOTTY) leaves a descendant's
+ * slave open, and then the end comes TERM_END_WAIT after the reap.  Watchers are
+ * told TERM_EV_END only then: output written just before the exit is in
+ * the store before anyone hears of the end.
+ *
+ * A follower (the connect pass) attaches with term_watch_add, reads
+ * term_store() from its cursor on TERM_EV_OUTPUT, and sends the exit on
+ * TERM_EV_END (term_ended() true, term_exit_json()): by then nothing
+ * more will be stored.
+ */
+#ifndef TEND_TERM_H
+#define TEND_TERM_H
+
+#include <sys/types.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <ev.h>
+#include <cjson/cJSON.h>
+
+#include "base/buf.h"
+#include "base/tunables.h"
+#include "base/wlist.h"
+#include "store/record.h"
+#include "sys/spawn.h"
+
+struct term;
+struct termtab;
+
+enum term_state {
+	TERM_RUNNING,	/* the leader alive, or its output not all read */
+	TERM_EXITED,	/* reaped and drained (or the end wait ran out) */
+	TERM_ERROR	/* lost: its boot ended before it did (on disk) */
+};
+
+/* What a watcher is told. */
+enum term_event {
+	TERM_EV_OUTPUT,	/* new bytes in the store */
+	TERM_EV_END,	/* ended: every byte it will have is stored */
+	TERM_EV_GONE	/* being removed: the watch is already off */
+};
+
+/* What a table subscriber is told, of any terminal. */
+enum termtab_event {
+	TERMTAB_EV_START,
+	TERMTAB_EV_END,
+	TERMTAB_EV_REMOVE	/* out of the table: freed after the call */
+};
+
+/*
+ * A party interested in one terminal, embedded in its owner.  In fn a
+ * watcher may remove any watch, free it, add one; not delete the
+ * terminal.  term is NULL once the watch is removed.
+ */
+struct term_watch {
+	struct wlist_link	 link;
+	struct term		*term;
+	void			(*fn)(struct term_watch *, enum term_event);
+};
+
+struct termtab_sub {
+	struct wlist_link	 link;
+	struct termtab		*tab;
+	void			(*fn)(struct termtab_sub *, struct term *,
+				    enum termtab_event);
+};
+
+struct term_opts {
+	char		**argv;		/* NULL: the user's login shell */
+	const char	*cwd;		/* NULL: the agent's */
+	char		**env;		/* "K=V", NULL-terminated, or NULL */
+	const char	*id;		/* NULL: generated */
+	unsigned int	 cols, rows;	/* 0: 80x24 */
+	bool		 has_user;
+	uid_t		 uid;
+	gid_t		 gid;
+	const char	*user;		/* for user_groups, or NULL */
+	struct spawn_confine confine;
+	uint64_t	 keep;		/* bufferSize; 0: TERM_KEEP_BYTES */
+};
+
+struct termtab {
+	struct ev_loop	*loop;
+	char		 boot[33];
+	int		 statefd;
+	struct record_dir recs;		/* boots/<boot>/terms, or fd -1 */
+	struct term	*head, *tail;	/* creation order */
+	int		 nlive, nended, maxlive;
+	char		**baseenv;	/* borrowed: the agent's, no TEND_* */
+	const struct spawn_limits *limits;	/* borrowed, or NULL */
+	struct wlist_link *subs;
+};
+
+/* baseenv and limits are borrowed (the process table's). */
+int	termtab_init(struct termtab *, struct ev_loop *, const char *boot,
+	    int statefd, char **baseenv, const struct spawn_limits *);
+void	termtab_free(struct termtab *);
+int	termtab_live(struct termtab *);
+const char *termtab_boot(struct termtab *);
+int	termtab_statefd(struct termtab *);
+struct term *termtab_first(struct termtab *);
+struct term *term_next(struct term *);
+void	termtab_subscribe(struct termtab *, struct termtab_sub *,
+	    void (*)(struct termtab_sub *, struct term *, enum termtab_event));
+void	termtab_unsubscribe(struct termtab_sub *);
+/* sig to every process of every live terminal's session (shutdown). */
+void	termtab_signal_all(struct termtab *, int sig);
+/* Final statuses of what is left (shutdown). */
+void	termtab_finalize(struct termtab *);
+
+/*
+ * Create.  NULL with *err: EEXIST for a taken ID, EAGAIN at
+ * TERM_MAX_LIVE, the errno of a failed exec or chdir (*spawn_failed
+ * true), or another errno.
+ */
+struct term *term_create(struct termtab *, const struct term_opts *,
+	    bool *spawn_failed, int *err);
+struct term *term_find(struct termtab *, const char *id);
+/* A pid reaped by the agent's one reap loop: ours, or ignored. */
+void	term_reaped(struct termtab *, pid_t, int wstatus);
+
+const char *term_id(struct term *);
+int64_t	term_created_ms(struct term *);	/* names its cursors */
+pid_t	term_pid(struct term *);	/* the session leader's */
+bool	term_ended(struct term *);
+cJSON	*term_status_json(struct term *);
+/* {"code","signal"} of an ended terminal's leader, else NULL. */
+cJSON	*term_exit_json(struct term *);
+/* The stored output (stream 0), files reopened if need be; NULL+errno. */
+struct logstore *term_store(struct term *);
+
+/* SIGINT to the foreground process group.  -1, errno (ESRCH: ended). */
+int	term_interrupt(struct term *);
+/*
+ * HUP, then TERM, to every process of the session; KILL after
+ * TERM_KILL_GRACE to what is left.  -1 and ESRCH when it has ended.
+ */
+int	term_terminate(struct term *);
+/*
+ * sig to every process of the session now: the leader's group, the
+ * foreground group, and background jobs (found by their session in
+ * /proc).  The number of processes found by the scan.
+ */
+int	term_signal_session(struct term *, int sig);
+int	term_resize(struct term *, unsigned int cols, unsigned int rows);
+
+/*
+ * Input: queued and written to the master as it accepts it.  -1 and
+ * EPIPE when the terminal has ended.  Past TERM_INPUT_HIGH one writer is
+ * held (proc_stdin_hold's contract): wake(t, writer, err) once the queue
+ * is below half of that (err 0), or EPIPE when the terminal ended with
+ * bytes queued, ENOENT when it is removed.
+ */
+int	term_input(struct term *, const void *, size_t);
+bool	term_input_full(struct term *);
+size_t	term_input_queued(struct term *);
+int	term_input_hold(struct term *, void *writer,
+	    void (*wake)(struct term *, void *, int));
+void	term_input_unhold(struct term *);
+void	*term_input_writer(struct term *);
+
+/* Kill the session (KILL), remove the files and the record.  -1, errno. */
+int	term_delete(struct term *);
+
+void	term_watch_add(struct term *, struct term_watch *,
+	    void (*)(struct term_watch *, enum term_event));
+void	term_watch_del(struct term_watch *);
+
+#endif

@@ -1,0 +1,1035 @@
+/*
+ * shim.c: the TCP front of the agent (see shim.h).
+ *
+ * A client connection has three buffers, each bounded: `in`, client bytes
+ * not yet looked at (a request head is collected there, HTTP_MAX_HEAD at
+ * most); `up`, bytes for the agent; `down`, the agent's bytes for the
+ * client.  A side is read only while its buffer has room, so a slow
+ * reader on either end stops the other (backpressure both ways).  The
+ * agent's bytes go through a pipe instead of `down` while the shim need
+ * not look at them nor add its own after them: the kernel moves them to
+ * the client (splice), and what the agent sent from a file (an ended
+ * record's raw stream) is never copied on the way.
+ *
+ * Only request heads are parsed.  The parser then runs over the body only
+ * to learn where it ends (Content-Length or chunked framing); the body's
+ * bytes are forwarded as they were, and the reply is never parsed at all:
+ * the agent's own framing reaches the client unchanged.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <fcntl.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <http_parser.h>
+
+#include "base/log.h"
+#include "base/tunables.h"
+#include "base/util.h"
+#include "shim.h"
+
+/* Bytes of one direction in flight, the remainder of `in` excepted. */
+struct shim_io {
+	char	*data;
+	size_t	 off, len, cap;
+};
+
+enum shim_mode {
+	SHIM_HEAD,	/* collecting a request head in `in` */
+	SHIM_BODY,	/* forwarding a request body up to its end */
+	SHIM_UPGRADE,	/* an upgrade forwarded: waiting for the agent's answer */
+	SHIM_SPLICE,	/* after a 101: raw bytes both ways */
+	SHIM_DENY,	/* a request refused: the agent's replies drain, then 401 */
+	SHIM_CLOSING,	/* nothing more is read from the client; down drains */
+};
+
+struct shim_conn {
+	struct shim		*shim;
+	struct shim_conn	*next, *prev;
+	int			 cfd, afd;	/* client, agent (-1: none yet) */
+	ev_io			 crd, cwr, ard, awr;
+	ev_timer		 timer;		/* a head taking too long */
+	enum shim_mode		 mode;
+	http_parser		 parser;
+	bool			 headed;	/* the parser saw a head end */
+	bool			 done;		/* the parser saw a message end */
+	bool			 upgrade;
+	bool			 c_eof, a_eof;	/* that side sends no more */
+	bool			 a_shut;	/* shutdown(afd, SHUT_WR) done */
+	/* SHIM_DENY: the shim's own answer, once the agent's are out. */
+	int			 rstatus;
+	const char		*rcode, *rmsg, *rextra;
+	bool			 rhead;		/* the refused request is HEAD */
+	struct shim_io		 in, up, down;
+	/*
+	 * The agent's bytes moved by the kernel, never copied: a pipe,
+	 * made at need.  Its slots may fill before its bytes do (a slot
+	 * holds what one write gave, a chunk's size line too): a refusal
+	 * with bytes in it stops the reading until some went out.
+	 */
+	int			 pr, pw;	/* -1: none (yet) */
+	size_t			 plen, pcap;	/* bytes in it, its size */
+	bool			 pfull;		/* it refused more */
+	bool			 nopipe;	/* none can be used: `down` */
+};
+
+struct shim {
+	struct ev_loop		*loop;
+	int			 fd;
+	ev_io			 accept;
+	ev_timer		 backoff;
+	struct shim_config	 cfg;
+	struct shim_conn	*conns;
+	int			 nconns;
+};
+
+static void	shim_accept_cb(struct ev_loop *, ev_io *, int);
+static void	shim_backoff_cb(struct ev_loop *, ev_timer *, int);
+static void	shim_conn_new(struct shim *, int);
+static void	shim_conn_free(struct shim_conn *);
+static void	shim_conn_update(struct shim_conn *);
+static void	shim_process(struct shim_conn *);
+static int	shim_head(struct shim_conn *, size_t);
+static int	shim_parse_head(struct shim_conn *, const char *, size_t);
+static void	shim_too_large(struct shim_conn *);
+static void	shim_refuse(struct shim_conn *, int, const char *,
+		    const char *, const char *);
+static void	shim_reply(struct shim_conn *);
+static void	shim_crd_cb(struct ev_loop *, ev_io *, int);
+static void	shim_cwr_cb(struct ev_loop *, ev_io *, int);
+static void	shim_ard_cb(struct ev_loop *, ev_io *, int);
+static void	shim_awr_cb(struct ev_loop *, ev_io *, int);
+static void	shim_timer_cb(struct ev_loop *, ev_timer *, int);
+static int	shim_on_headers(http_parser *);
+static int	shim_on_complete(http_parser *);
+
+static const http_parser_settings shim_settings = {
+	.on_headers_complete = shim_on_headers,
+	.on_message_complete = shim_on_complete,
+};
+
+#define io_room(b)	((b)->cap - (b)->off - (b)->len)
+#define io_head(b)	((b)->data + (b)->off)
+
+static void
+io_consume(struct shim_io *b, size_t n)
+{
+	b->off += n;
+	b->len -= n;
+	if (b->len == 0)
+		b->off = 0;
+}
+
+/* Room at the end, moving what is left to the front when that helps. */
+static size_t
+io_compact(struct shim_io *b)
+{
+	if (b->off > 0 && io_room(b) < b->cap / 2) {
+		memmove(b->data, b->data + b->off, b->len);
+		b->off = 0;
+	}
+	return io_room(b);
+}
+
+static int
+io_add(struct shim_io *b, const void *p, size_t n)
+{
+	if (io_compact(b) < n) {
+		errno = ENOBUFS;
+		return -1;
+	}
+	memcpy(b->data + b->off + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Addresses and the listener                                          */
+
+int
+shim_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in	*in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6	*in6 = (struct sockaddr_in6 *)ss;
+	char			 host[INET6_ADDRSTRLEN + 2], *end;
+	const char		*colon;
+	unsigned long		 port;
+	size_t			 n;
+
+	memset(ss, 0, sizeof(*ss));
+	if ((colon = strrchr(s, ':')) == NULL || colon == s)
+		goto bad;
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (errno != 0 || *end != '\0' || end == colon + 1 || port > 65535)
+		goto bad;
+	n = colon - s;
+	if (s[0] == '[') {
+		if (n < 3 || s[n - 1] != ']' || n - 2 >= sizeof(host))
+			goto bad;
+		memcpy(host, s + 1, n - 2);
+		host[n - 2] = '\0';
+		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+			goto bad;
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(port);
+		*len = sizeof(*in6);
+		return 0;
+	}
+	if (n >= sizeof(host))
+		goto bad;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	if (inet_pton(AF_INET, host, &in4->sin_addr) != 1)
+		goto bad;
+	in4->sin_family = AF_INET;
+	in4->sin_port = htons(port);
+	*len = sizeof(*in4);
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
+}
+
+int
+shim_bind(const struct sockaddr_storage *ss, socklen_t len)
+{
+	int	fd, on = 1, saved;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd == -1)
+		return -1;
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
+	if (ss->ss_family == AF_INET6)
+		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on,
+		    sizeof(on));
+	if (bind(fd, (const struct sockaddr *)ss, len) == -1 ||
+	    listen(fd, HTTP_BACKLOG) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return fd;
+}
+
+struct shim *
+shim_new(struct ev_loop *loop, int fd, const struct shim_config *cfg)
+{
+	struct shim	*s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		return NULL;
+	s->loop = loop;
+	s->fd = fd;
+	s->cfg = *cfg;
+	ev_io_init(&s->accept, shim_accept_cb, fd, EV_READ);
+	ev_io_start(loop, &s->accept);
+	ev_timer_init(&s->backoff, shim_backoff_cb, HTTP_ACCEPT_BACKOFF, 0.);
+	return s;
+}
+
+int
+shim_nconns(const struct shim *s)
+{
+	return s->nconns;
+}
+
+void
+shim_free(struct shim *s)
+{
+	if (s == NULL)
+		return;
+	while (s->conns != NULL)
+		shim_conn_free(s->conns);
+	ev_io_stop(s->loop, &s->accept);
+	ev_timer_stop(s->loop, &s->backoff);
+	close(s->fd);
+	free(s);
+}
+
+static void
+shim_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct shim	*s = container_of(w, struct shim, accept);
+	int		 fd, on = 1;
+
+	(void)revents;
+	for (;;) {
+		fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/* Level-triggered: pause or we would spin. */
+				log_warn("event=accept_failed");
+				ev_io_stop(loop, &s->accept);
+				ev_timer_start(loop, &s->backoff);
+			}
+			return;
+		}
+		if (s->nconns >= s->cfg.maxconns) {
+			close(fd);
+			continue;
+		}
+		/* SSE events and small replies must not wait for Nagle. */
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
+		shim_conn_new(s, fd);
+	}
+}
+
+static void
+shim_backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct shim	*s = container_of(w, struct shim, backoff);
+
+	(void)revents;
+	ev_io_start(loop, &s->accept);
+}
+
+/* ------------------------------------------------------------------ */
+/* Connections                                                         */
+
+static void
+shim_conn_new(struct shim *s, int fd)
+{
+	struct shim_conn	*c;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL ||
+	    (c->in.data = malloc(SHIM_IN_BUF)) == NULL ||
+	    (c->up.data = malloc(SHIM_BUF)) == NULL ||
+	    (c->down.data = malloc(SHIM_BUF)) == NULL) {
+		if (c != NULL) {
+			free(c->in.data);
+			free(c->up.data);
+		}
+		free(c);
+		close(fd);
+		return;
+	}
+	c->in.cap = SHIM_IN_BUF;
+	c->up.cap = c->down.cap = SHIM_BUF;
+	c->shim = s;
+	c->cfd = fd;
+	c->afd = -1;
+	c->pr = c->pw = -1;
+	c->mode = SHIM_HEAD;
+	ev_io_init(&c->crd, shim_crd_cb, fd, EV_READ);
+	ev_io_init(&c->cwr, shim_cwr_cb, fd, EV_WRITE);
+	ev_timer_init(&c->timer, shim_timer_cb, SHIM_HEAD_TIMEOUT,
+	    SHIM_HEAD_TIMEOUT);
+	ev_timer_again(s->loop, &c->timer);
+	if ((c->next = s->conns) != NULL)
+		c->next->prev = c;
+	s->conns = c;
+	s->nconns++;
+	shim_conn_update(c);
+}
+
+static void
+shim_conn_free(struct shim_conn *c)
+{
+	struct shim	*s = c->shim;
+
+	ev_io_stop(s->loop, &c->crd);
+	ev_io_stop(s->loop, &c->cwr);
+	ev_timer_stop(s->loop, &c->timer);
+	close(c->cfd);
+	if (c->afd != -1) {
+		ev_io_stop(s->loop, &c->ard);
+		ev_io_stop(s->loop, &c->awr);
+		close(c->afd);
+	}
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	s->nconns--;
+	if (c->pr != -1) {
+		close(c->pr);
+		close(c->pw);
+	}
+	free(c->in.data);
+	free(c->up.data);
+	free(c->down.data);
+	free(c);
+}
+
+/* The agent's bytes not yet written to the client. */
+static size_t
+shim_down_len(const struct shim_conn *c)
+{
+	return c->down.len + c->plen;
+}
+
+/*
+ * Whether the agent's next bytes go through the pipe: not while the
+ * shim looks at them (an upgrade's answer) or adds its own after them
+ * (a refusal), and not past bytes still in `down` (the pipe is written
+ * first).
+ */
+static bool
+shim_to_pipe(const struct shim_conn *c)
+{
+	return !c->nopipe && c->down.len == 0 && (c->mode == SHIM_HEAD ||
+	    c->mode == SHIM_BODY || c->mode == SHIM_SPLICE);
+}
+
+/* shim_to_pipe, the pipe made the first time (if it cannot be: no). */
+static bool
+shim_pipe_ok(struct shim_conn *c)
+{
+	int	fds[2], n;
+
+	if (!shim_to_pipe(c))
+		return false;
+	if (c->pr != -1)
+		return true;
+	if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) == -1) {
+		c->nopipe = true;
+		return false;
+	}
+	n = fcntl(fds[1], F_SETPIPE_SZ, SHIM_BUF);
+	if (n == -1)
+		n = fcntl(fds[1], F_GETPIPE_SZ);
+	if (n <= 0) {
+		close(fds[0]);
+		close(fds[1]);
+		c->nopipe = true;
+		return false;
+	}
+	c->pr = fds[0];
+	c->pw = fds[1];
+	c->pcap = (size_t)n;
+	return true;
+}
+
+static void
+shim_io_set(struct shim_conn *c, ev_io *w, bool want)
+{
+	if (want && !ev_is_active(w))
+		ev_io_start(c->shim->loop, w);
+	else if (!want && ev_is_active(w))
+		ev_io_stop(c->shim->loop, w);
+}
+
+/*
+ * Which of the four directions to watch, from the buffers and the mode;
+ * also where the connection ends: the agent gone and its bytes delivered,
+ * or the client gone (nobody is left to read a reply).
+ */
+static void
+shim_conn_update(struct shim_conn *c)
+{
+	bool	reading;
+
+	if (c->mode == SHIM_DENY && c->a_eof && shim_down_len(c) == 0)
+		shim_reply(c);
+	if (shim_down_len(c) == 0 && c->mode != SHIM_DENY &&
+	    (c->a_eof || (c->afd == -1 && (c->c_eof ||
+	    c->mode == SHIM_CLOSING))))
+		goto gone;
+	/* The client's half-close travels on once its bytes did. */
+	if (c->afd != -1 && (c->c_eof || c->mode == SHIM_DENY) &&
+	    c->up.len == 0 && !c->a_shut) {
+		(void)shutdown(c->afd, SHUT_WR);
+		c->a_shut = true;
+	}
+
+	reading = !c->c_eof;
+	switch (c->mode) {
+	case SHIM_HEAD:
+	case SHIM_BODY:
+		reading = reading && io_room(&c->in) + c->in.off > 0;
+		break;
+	case SHIM_SPLICE:
+		reading = reading && io_compact(&c->up) > 0;
+		break;
+	default:
+		reading = false;
+	}
+	shim_io_set(c, &c->crd, reading);
+	shim_io_set(c, &c->cwr, shim_down_len(c) > 0);
+	if (c->afd != -1) {
+		shim_io_set(c, &c->ard, !c->a_eof &&
+		    (shim_to_pipe(c) && c->pr != -1 ?
+		    !c->pfull && c->plen < c->pcap :
+		    io_compact(&c->down) > 0));
+		shim_io_set(c, &c->awr, c->up.len > 0);
+	}
+	return;
+gone:
+	shim_conn_free(c);
+}
+
+/*
+ * The agent's socket, connected.  A unix socket connects at once or not
+ * at all (EAGAIN: its backlog is full), so a refusal is known here.
+ */
+static int
+shim_connect(struct shim_conn *c)
+{
+	struct sockaddr_un	sun;
+	int			fd, saved;
+
+	memset(&sun, 0, sizeof(sun));
+	sun.sun_family = AF_UNIX;
+	if (strlen(c->shim->cfg.socket) >= sizeof(sun.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sun.sun_path, c->shim->cfg.socket);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	c->afd = fd;
+	ev_io_init(&c->ard, shim_ard_cb, fd, EV_READ);
+	ev_io_init(&c->awr, shim_awr_cb, fd, EV_WRITE);
+	return 0;
+}
+
+/*
+ * The shim answers a request itself (401, 502, a bad head), and that is
+ * the connection's last answer.  Replies of the agent to earlier requests
+ * come first: the agent's side is shut, its bytes drain, then this.
+ */
+static void
+shim_refuse(struct shim_conn *c, int status, const char *code,
+    const char *msg, const char *extra)
+{
+	c->rstatus = status;
+	c->rcode = code;
+	c->rmsg = msg;
+	c->rextra = extra;
+	c->rhead = c->parser.method == HTTP_HEAD;
+	c->mode = SHIM_DENY;
+	c->in.len = c->in.off = 0;
+	if (c->afd == -1)
+		c->a_eof = true;
+}
+
+static void
+shim_reply(struct shim_conn *c)
+{
+	char	body[256], head[512];
+	int	bn, hn;
+
+	bn = snprintf(body, sizeof(body), "{\"error\":\"%s\",\"code\":\"%s\"}",
+	    c->rmsg, c->rcode);
+	hn = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
+	    "Content-Type: application/json\r\nContent-Length: %d\r\n"
+	    "%sConnection: close\r\n\r\n", c->rstatus,
+	    c->rstatus == 401 ? "Unauthorized" :
+	    c->rstatus == 502 ? "Bad Gateway" :
+	    c->rstatus == 431 ? "Request Header Fields Too Large" :
+	    "Bad Request", bn, c->rextra != NULL ? c->rextra : "");
+	(void)io_add(&c->down, head, hn);
+	/* A reply to HEAD has the head only (its length says the body's). */
+	if (!c->rhead)
+		(void)io_add(&c->down, body, bn);
+	c->mode = SHIM_CLOSING;
+}
+
+/* ------------------------------------------------------------------ */
+/* Request heads                                                       */
+
+static int
+shim_on_complete(http_parser *p)
+{
+	struct shim_conn	*c = p->data;
+
+	c->done = true;
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+static int
+shim_on_headers(http_parser *p)
+{
+	struct shim_conn	*c = p->data;
+
+	c->headed = true;
+	return 0;
+}
+
+/*
+ * Run a fresh parser over the head h[0, n).  The parser, not the scan
+ * for an empty line, is what the agent runs: the two must agree that the
+ * head ends at its last byte, or what the shim checked and stripped is
+ * not what the agent reads.  They can differ: http_parser, built without
+ * HTTP_PARSER_STRICT, takes any byte after the CR of the empty line for
+ * its LF, so "GET /health HTTP/1.1\r\n\r*GET /v1/... HTTP/1.1\r\n\r\n"
+ * is one head to the scan and two requests to the agent (the second one
+ * unchecked).  So the head is fed but for its last byte, which must be
+ * the one that completes the parser's head.  -1: malformed or not one
+ * head.
+ */
+static int
+shim_parse_head(struct shim_conn *c, const char *h, size_t n)
+{
+	size_t	k;
+
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	c->done = c->headed = false;
+	k = http_parser_execute(&c->parser, &shim_settings, h, n - 1);
+	if (k != n - 1 || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK ||
+	    c->headed)
+		return -1;
+	k = http_parser_execute(&c->parser, &shim_settings, h + n - 1, 1);
+	if (k != 1 || !c->headed || (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK &&
+	    HTTP_PARSER_ERRNO(&c->parser) != HPE_PAUSED))
+		return -1;
+	return 0;
+}
+
+/* The end of the head in in[0, n): just past its empty line; 0: none. */
+static size_t
+shim_head_end(const char *p, size_t n)
+{
+	size_t	i;
+
+	for (i = 1; i < n; i++) {
+		if (p[i] != '\n')
+			continue;
+		if (p[i - 1] == '\n')
+			return i + 1;
+		if (i >= 2 && p[i - 1] == '\r' && p[i - 2] == '\n')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* Constant time over equal lengths: nothing about the token leaks. */
+static bool
+shim_token_ok(const struct shim_config *cfg, const char *v, size_t n)
+{
+	unsigned char	diff = 0;
+	size_t		i;
+
+	while (n > 0 && (*v == ' ' || *v == '\t'))
+		v++, n--;
+	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	if (cfg->token == NULL || n != cfg->token_len)
+		return false;
+	for (i = 0; i < n; i++)
+		diff |= (unsigned char)v[i] ^ (unsigned char)cfg->token[i];
+	return diff == 0;
+}
+
+/*
+ * Whether the header line p[0, n) carries the token, and where its value
+ * starts (*v, *vn: up to the line's end, CR LF removed): "Authorization:
+ * Bearer T" or envd's "X-Access-Token: T".  Another Authorization scheme
+ * (envd's Basic names its user) is not a token: it goes on unchanged.
+ */
+static bool
+shim_token_line(const char *p, size_t n, const char **v, size_t *vn)
+{
+	static const char	auth[] = "authorization:", xat[] = "x-access-token:";
+	size_t			k;
+
+	if (n > sizeof(xat) - 1 && strncasecmp(p, xat, sizeof(xat) - 1) == 0)
+		k = sizeof(xat) - 1;
+	else if (n > sizeof(auth) - 1 &&
+	    strncasecmp(p, auth, sizeof(auth) - 1) == 0)
+		k = sizeof(auth) - 1;
+	else
+		return false;
+	*v = p + k;
+	*vn = n - k;
+	while (*vn > 0 && ((*v)[*vn - 1] == '\n' || (*v)[*vn - 1] == '\r'))
+		(*vn)--;
+	if (k == sizeof(xat) - 1)
+		return true;
+	while (*vn > 0 && (**v == ' ' || **v == '\t'))
+		(*v)++, (*vn)--;
+	if (*vn < 6 || strncasecmp(*v, "bearer", 6) != 0)
+		return false;
+	/*
+	 * Whatever starts "Bearer" is a token line, never forwarded; one
+	 * without a blank after it ("Bearer", "Bearerx") carries no token.
+	 */
+	if (*vn > 6 && ((*v)[6] == ' ' || (*v)[6] == '\t')) {
+		*v += 6;
+		*vn -= 6;
+	} else
+		*vn = 0;
+	return true;
+}
+
+/*
+ * Copy the head h[0, n) to `up` without the lines that carry the token
+ * (and their obsolete continuations); *auth tells whether there was one
+ * at least and every one of them carried the right token (a folded one
+ * never does).
+ */
+static void
+shim_strip(struct shim_conn *c, const char *h, size_t n, bool *auth)
+{
+	const char	*line, *nl, *v;
+	size_t		 len, vn;
+	bool		 in_tok = false, ok = true;
+	int		 seen = 0;
+
+	for (line = h; line < h + n; line = nl + 1) {
+		nl = memchr(line, '\n', h + n - line);
+		len = nl - line + 1;
+		if (line != h && (line[0] == ' ' || line[0] == '\t')) {
+			if (in_tok) {
+				ok = false;	/* folded: never a match */
+				continue;
+			}
+		} else
+			in_tok = line != h && shim_token_line(line, len, &v,
+			    &vn);
+		if (!in_tok) {
+			(void)io_add(&c->up, line, len);
+			continue;
+		}
+		seen++;
+		if (!shim_token_ok(&c->shim->cfg, v, vn))
+			ok = false;
+	}
+	*auth = seen > 0 && ok;
+}
+
+/*
+ * A whole head of n bytes at the front of `in`: check it, strip it,
+ * queue it.  0 when forwarded (or answered), -1 when it must wait for
+ * room in `up`.
+ */
+static int
+shim_head(struct shim_conn *c, size_t n)
+{
+	const char	*h = io_head(&c->in);
+	size_t		 k;
+	bool		 auth, open;
+
+	if (io_compact(&c->up) < n)
+		return -1;
+	if (shim_parse_head(c, h, n) == -1) {
+		shim_refuse(c, 400, "bad_request", "malformed request head",
+		    NULL);
+		return 0;
+	}
+	/*
+	 * The agent would answer it 400 and close: what was sent after it
+	 * would get no reply, and an answer of the shim's own to a later
+	 * request would be taken for theirs.  Refused here, it ends the
+	 * connection in order.
+	 */
+	if (c->parser.http_major != 1 || c->parser.http_minor > 1) {
+		shim_refuse(c, 400, "bad_request",
+		    "unsupported HTTP version: only HTTP/1.0 and 1.1", NULL);
+		return 0;
+	}
+	open = c->parser.method == HTTP_GET && (strncmp(h, "GET /health ",
+	    12) == 0 || strncmp(h, "GET /health?", 12) == 0);
+	c->upgrade = c->parser.upgrade;
+	k = c->up.len;
+	shim_strip(c, h, n, &auth);
+	if (c->shim->cfg.token == NULL)
+		auth = true;
+	if (!auth && !open) {
+		c->up.len = k;	/* nothing of it goes up */
+		shim_refuse(c, 401, "unauthorized",
+		    "missing or invalid bearer token",
+		    "WWW-Authenticate: Bearer\r\n");
+		return 0;
+	}
+	io_consume(&c->in, n);
+	if (c->afd == -1 && shim_connect(c) == -1) {
+		c->up.len = k;
+		log_warn("event=agent_unavailable socket=%s",
+		    c->shim->cfg.socket);
+		shim_refuse(c, 502, "agent_unavailable",
+		    "the agent does not answer", NULL);
+		return 0;
+	}
+	if (c->upgrade)
+		c->mode = SHIM_UPGRADE;
+	else
+		c->mode = c->done ? SHIM_HEAD : SHIM_BODY;
+	if (c->mode == SHIM_HEAD)
+		ev_timer_again(c->shim->loop, &c->timer);
+	else
+		ev_timer_stop(c->shim->loop, &c->timer);
+	return 0;
+}
+
+/* Body bytes at the front of `in`, up to the message's end, go up. */
+static void
+shim_body(struct shim_conn *c)
+{
+	size_t	n, k;
+
+	n = c->in.len < io_compact(&c->up) ? c->in.len : io_room(&c->up);
+	if (n == 0)
+		return;
+	k = http_parser_execute(&c->parser, &shim_settings, io_head(&c->in),
+	    n);
+	if (c->done) {
+		c->mode = SHIM_HEAD;
+		ev_timer_again(c->shim->loop, &c->timer);
+	} else if (k != n) {
+		/* Bad framing: the agent gets what was sound, then EOF. */
+		c->mode = SHIM_CLOSING;
+		c->c_eof = true;
+		c->in.len = 0;
+	}
+	(void)io_add(&c->up, io_head(&c->in), k);
+	io_consume(&c->in, k);
+}
+
+/*
+ * A head longer than HTTP_MAX_HEAD.  Its method is parsed all the same:
+ * a HEAD's refusal has no body, as for any other refusal.
+ */
+static void
+shim_too_large(struct shim_conn *c)
+{
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	(void)http_parser_execute(&c->parser, &shim_settings, io_head(&c->in),
+	    HTTP_MAX_HEAD);
+	shim_refuse(c, 431, "head_too_large", "request head too large", NULL);
+}
+
+/* Everything `in` holds that can move now. */
+static void
+shim_process(struct shim_conn *c)
+{
+	size_t	n, before;
+
+	for (;;) {
+		before = c->in.len;
+		if (before == 0)
+			break;
+		if (c->mode == SHIM_HEAD) {
+			/*
+			 * Empty lines before a request line are skipped, as
+			 * http_parser skips them (RFC 9112 §2.2): a scan that
+			 * took them for an empty head would refuse a request
+			 * the client and the agent both see.
+			 */
+			for (n = 0; n < c->in.len && (io_head(&c->in)[n] ==
+			    '\r' || io_head(&c->in)[n] == '\n'); n++)
+				;
+			io_consume(&c->in, n);
+			if (c->in.len == 0)
+				break;
+			n = shim_head_end(io_head(&c->in), c->in.len >
+			    HTTP_MAX_HEAD ? HTTP_MAX_HEAD : c->in.len);
+			if (n == 0) {
+				if (c->in.len >= HTTP_MAX_HEAD)
+					shim_too_large(c);
+				break;
+			}
+			if (shim_head(c, n) == -1)
+				break;
+		} else if (c->mode == SHIM_BODY)
+			shim_body(c);
+		else
+			break;
+		if (c->in.len == before && c->mode != SHIM_HEAD)
+			break;
+	}
+	if (c->mode == SHIM_CLOSING)
+		c->in.len = c->in.off = 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* I/O callbacks                                                       */
+
+static void
+shim_crd_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct shim_conn	*c = container_of(w, struct shim_conn, crd);
+	struct shim_io		*b;
+	ssize_t			 n;
+
+	(void)loop;
+	(void)revents;
+	b = c->mode == SHIM_SPLICE ? &c->up : &c->in;
+	n = read(c->cfd, b->data + b->off + b->len, io_compact(b));
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		n = 0;	/* reset: as good as gone */
+	}
+	if (n == 0) {
+		c->c_eof = true;
+		if (c->mode != SHIM_SPLICE) {
+			/* Nothing more is coming that could use a reply. */
+			if (c->mode == SHIM_HEAD && c->in.len > 0)
+				c->in.len = c->in.off = 0;
+		}
+	} else
+		b->len += n;
+	if (c->mode != SHIM_SPLICE)
+		shim_process(c);
+	shim_conn_update(c);
+}
+
+static void
+shim_cwr_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct shim_conn	*c = container_of(w, struct shim_conn, cwr);
+	bool			 piped = c->plen > 0;
+	ssize_t			 n;
+
+	(void)loop;
+	(void)revents;
+	/* The pipe's bytes came first. */
+	if (piped)
+		n = splice(c->pr, NULL, c->cfd, NULL, c->plen,
+		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+	else
+		n = write(c->cfd, io_head(&c->down), c->down.len);
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		shim_conn_free(c);	/* the client is gone */
+		return;
+	}
+	if (piped) {
+		c->plen -= n;
+		c->pfull = false;
+	} else
+		io_consume(&c->down, n);
+	shim_conn_update(c);
+}
+
+/*
+ * After an upgrade request, the agent's first bytes say whether it
+ * switched: a 101 splices the sockets; anything else is the last reply
+ * on this connection (what the client sent after the upgrade request
+ * cannot be read as HTTP any more).
+ */
+static void
+shim_upgraded(struct shim_conn *c)
+{
+	static const char	ok[] = "HTTP/1.1 101";
+	size_t			n = c->down.len < sizeof(ok) - 1 ?
+				    c->down.len : sizeof(ok) - 1;
+
+	if (memcmp(io_head(&c->down), ok, n) != 0) {
+		c->mode = SHIM_CLOSING;
+		c->in.len = c->in.off = 0;
+		if (!c->a_shut) {
+			(void)shutdown(c->afd, SHUT_WR);
+			c->a_shut = true;
+		}
+		return;
+	}
+	if (n < sizeof(ok) - 1)
+		return;
+	c->mode = SHIM_SPLICE;
+	(void)io_add(&c->up, io_head(&c->in), c->in.len);
+	c->in.len = c->in.off = 0;
+}
+
+static void
+shim_ard_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct shim_conn	*c = container_of(w, struct shim_conn, ard);
+	ssize_t			 n;
+
+	(void)loop;
+	(void)revents;
+	if (!shim_pipe_ok(c))
+		n = read(c->afd, c->down.data + c->down.off + c->down.len,
+		    io_compact(&c->down));
+	else if ((n = splice(c->afd, NULL, c->pw, NULL, c->pcap - c->plen,
+	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK)) > 0) {
+		c->plen += n;
+		shim_conn_update(c);
+		return;
+	} else if (n == -1 && errno == EAGAIN && c->plen > 0) {
+		/* Full, not empty: the bytes in it say which. */
+		c->pfull = true;
+		shim_conn_update(c);
+		return;
+	} else if (n == -1 && errno == EINVAL && c->plen == 0) {
+		/* A socket the kernel cannot splice from: read it. */
+		c->nopipe = true;
+		n = read(c->afd, c->down.data + c->down.off + c->down.len,
+		    io_compact(&c->down));
+	}
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		n = 0;
+	}
+	if (n == 0)
+		c->a_eof = true;
+	else {
+		c->down.len += n;
+		if (c->mode == SHIM_UPGRADE)
+			shim_upgraded(c);
+	}
+	shim_conn_update(c);
+}
+
+static void
+shim_awr_cb(struct ev_loop *loop, ev_io *w, int revents)
+{
+	struct shim_conn	*c = container_of(w, struct shim_conn, awr);
+	ssize_t			 n;
+
+	(void)loop;
+	(void)revents;
+	n = write(c->afd, io_head(&c->up), c->up.len);
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EINTR)
+			return;
+		/* The agent stopped reading for good: it will close. */
+		c->up.len = c->up.off = 0;
+		c->c_eof = c->a_shut = true;
+		shim_conn_update(c);
+		return;
+	}
+	io_consume(&c->up, n);
+	/* Room again in `up`: heads or body bytes held in `in` move. */
+	shim_process(c);
+	shim_conn_update(c);
+}
+
+/*
+ * A client that is in the middle of a head for too long, or that keeps
+ * a connection with no agent behind it (nothing authorised yet), goes.
+ */
+static void
+shim_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
+{
+	struct shim_conn	*c = container_of(w, struct shim_conn, timer);
+
+	(void)loop;
+	(void)revents;
+	if (c->mode == SHIM_HEAD && (c->in.len > 0 || c->afd == -1)) {
+		shim_conn_free(c);
+		return;
+	}
+}

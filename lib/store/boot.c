@@ -1,0 +1,219 @@
+/*
+ * boot.c: boot IDs, boots/<id>/boot.json and its procs directory, and
+ * the scan of earlier boots at start: the newest kept, their records
+ * marked lost where they ended unfinished (record_mark_lost), the rest
+ * removed.  What a record holds is record's.
+ */
+#include <sys/random.h>
+#include <sys/utsname.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "boot.h"
+#include "base/codec.h"
+#include "base/fsutil.h"
+#include "base/log.h"
+#include "base/tunables.h"
+#include "record.h"
+
+struct boot_ent {
+	char	id[BOOT_ID_LEN + 1];
+	char	started[TIME_MAX];
+};
+
+static int	boot_cmp(const void *, const void *);
+
+int
+boot_new_id(char out[BOOT_ID_LEN + 1])
+{
+	unsigned char	r[16];
+	size_t		got = 0;
+	ssize_t		n;
+
+	while (got < sizeof(r)) {
+		n = getrandom(r + got, sizeof(r) - got, 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return -1;
+		got += n;
+	}
+	codec_hex(out, r, sizeof(r));
+	return 0;
+}
+
+bool
+boot_id_valid(const char *s)
+{
+	size_t	i;
+
+	for (i = 0; i < BOOT_ID_LEN; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return s[i] == '\0';
+}
+
+int
+boot_create(int statefd, const char *id, int *procsfd)
+{
+	char		 path[64], now[TIME_MAX], kboot[64] = "";
+	char		*s, *k;
+	cJSON		*j;
+	int		 bfd, rc, saved;
+
+	*procsfd = -1;
+	snprintf(path, sizeof(path), "boots/%s", id);
+	if ((bfd = fsutil_opendirs(statefd, path)) == -1)
+		return -1;
+	if ((*procsfd = fsutil_opendirs(bfd, "procs")) == -1) {
+		saved = errno;
+		close(bfd);
+		errno = saved;
+		return -1;
+	}
+	if ((k = fsutil_read(AT_FDCWD, "/proc/sys/kernel/random/boot_id",
+	    sizeof(kboot) - 1, NULL)) != NULL) {
+		snprintf(kboot, sizeof(kboot), "%.*s", (int)strcspn(k, "\n"), k);
+		free(k);
+	}
+	codec_time(now, codec_now_ms());
+	j = cJSON_CreateObject();
+	cJSON_AddStringToObject(j, "boot_id", id);
+	cJSON_AddStringToObject(j, "started_at", now);
+	cJSON_AddStringToObject(j, "kernel_boot_id", kboot);
+	cJSON_AddStringToObject(j, "version", TEND_VERSION);
+	cJSON_AddNumberToObject(j, "pid", getpid());
+	s = cJSON_PrintUnformatted(j);
+	cJSON_Delete(j);
+	if (s == NULL)
+		errno = ENOMEM;
+	/* Not synced here: the caller's first syncfs makes it durable. */
+	rc = s ? fsutil_write_atomic(bfd, "boot.json", s, strlen(s), false) : -1;
+	saved = errno;
+	free(s);
+	close(bfd);
+	if (rc == -1) {
+		close(*procsfd);
+		*procsfd = -1;
+	}
+	errno = saved;
+	return rc;
+}
+
+int
+boot_open_procs(int statefd, const char *id)
+{
+	char	path[64];
+
+	if (!boot_id_valid(id)) {
+		errno = ENOENT;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "boots/%s/procs", id);
+	return fsutil_open(statefd, path, O_RDONLY | O_DIRECTORY, 0);
+}
+
+int
+boot_open_terms(int statefd, const char *id, bool create)
+{
+	char	path[64];
+
+	if (!boot_id_valid(id)) {
+		errno = ENOENT;
+		return -1;
+	}
+	snprintf(path, sizeof(path), "boots/%s/terms", id);
+	if (create)
+		return fsutil_opendirs(statefd, path);
+	return fsutil_open(statefd, path, O_RDONLY | O_DIRECTORY, 0);
+}
+
+/* Records of one kind under a retained boot become lost, if they must. */
+static void
+boot_lose(int statefd, const char *id)
+{
+	int	fd;
+
+	if ((fd = boot_open_procs(statefd, id)) != -1) {
+		record_mark_lost(fd, id);
+		close(fd);
+	}
+	if ((fd = boot_open_terms(statefd, id, false)) != -1) {
+		record_mark_lost_kind(RECORD_TERM, fd, id);
+		close(fd);
+	}
+}
+
+static int
+boot_cmp(const void *a, const void *b)
+{
+	const struct boot_ent	*x = a, *y = b;
+
+	/* Newest first; RFC 3339 strings of one format sort as times. */
+	return strcmp(y->started, x->started);
+}
+
+void
+boot_scan(int statefd, const char *current, int keep)
+{
+	struct boot_ent	*ents = NULL, *e;
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[64], *s;
+	cJSON		*j, *st;
+	size_t		 n = 0, cap = 0, i;
+	int		 bootsfd;
+
+	if ((bootsfd = fsutil_open(statefd, "boots", O_RDONLY | O_DIRECTORY,
+	    0)) == -1)
+		return;
+	if ((d = fdopendir(bootsfd)) == NULL) {
+		close(bootsfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if (!boot_id_valid(de->d_name) || strcmp(de->d_name, current) == 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 8;
+			if ((e = realloc(ents, cap * sizeof(*ents))) == NULL)
+				break;
+			ents = e;
+		}
+		e = &ents[n++];
+		memcpy(e->id, de->d_name, sizeof(e->id));	/* valid: 32+NUL */
+		e->started[0] = '\0';
+		snprintf(path, sizeof(path), "%s/boot.json", e->id);
+		if ((s = fsutil_read(bootsfd, path, BOOT_READ_MAX, NULL)) != NULL) {
+			j = cJSON_Parse(s);
+			st = cJSON_GetObjectItemCaseSensitive(j, "started_at");
+			if (cJSON_IsString(st))
+				snprintf(e->started, sizeof(e->started), "%s",
+				    st->valuestring);
+			cJSON_Delete(j);
+			free(s);
+		}
+	}
+	if (n > 1)
+		qsort(ents, n, sizeof(*ents), boot_cmp);
+	for (i = 0; i < n; i++) {
+		if (keep <= 0 || i + 1 >= (size_t)keep) {
+			log_info("event=boot_removed boot=%s", ents[i].id);
+			if (fsutil_rmtree(bootsfd, ents[i].id) == -1)
+				log_warn("event=boot_remove_failed boot=%s",
+				    ents[i].id);
+			continue;
+		}
+		boot_lose(statefd, ents[i].id);
+	}
+	free(ents);
+	closedir(d);
+}
