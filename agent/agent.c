@@ -31,8 +31,11 @@
 #include "api/api_output.h"
 #include "api/api_proc.h"
 #include "api/api_term.h"
+#include "api/api_term_sse.h"
+#include "api/api_term_ws.h"
 #include "api/api_watch.h"
 #include "api/bridge/api_bridge.h"
+#include "api/bridge/api_pty.h"
 #include "api/bridge/api_sandbox.h"
 #include "api/envd/api_envd.h"
 #include "api/envd/api_envd_fs.h"
@@ -65,6 +68,7 @@ static const struct http_route *const agent_routes[] = {
 	api_term_routes,
 	api_sandbox_routes,
 	api_term_ws_routes,
+	api_term_sse_routes,
 	api_envd_routes,
 	api_envd_fs_routes,
 	NULL
@@ -74,7 +78,7 @@ static const struct http_route *const agent_routes[] = {
 static const struct http_route *const agent_bridge_routes[] = {
 	api_sandbox_bridge_routes,
 	api_files_bridge_routes,
-	api_term_bridge_routes,
+	api_pty_bridge_routes,
 	NULL
 };
 static const struct api_ns agent_bridge = {

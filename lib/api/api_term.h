@@ -1,6 +1,7 @@
 /*
  * api_term: the terminal resources' REST routes (/v1/terminals...).
- * The agent lists its table; the engine is lib/term.h.
+ * The agent lists its table; the engine is lib/term.h.  A terminal's
+ * output as SSE is api_term_sse's, over a WebSocket api_term_ws's.
  */
 #ifndef TEND_API_TERM_H
 #define TEND_API_TERM_H
@@ -19,8 +20,5 @@ void	api_term_create_cwd(struct http_conn *, struct http_req *,
  */
 int	api_term_pinned_dir(struct api *, struct http_req *, int *termsfd,
 	    struct api_err *);
-/* api_term_ws.c: connect (WebSocket) and the output SSE; the bridge's /pty */
-extern const struct http_route api_term_ws_routes[];
-extern const struct http_route api_term_bridge_routes[];
 
 #endif

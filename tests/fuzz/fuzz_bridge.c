@@ -52,7 +52,10 @@
 #include "api/api_output.h"
 #include "api/api_proc.h"
 #include "api/api_term.h"
+#include "api/api_term_sse.h"
+#include "api/api_term_ws.h"
 #include "api/bridge/api_bridge.h"
+#include "api/bridge/api_pty.h"
 #include "api/bridge/api_sandbox.h"
 #include "api/bridge/api_session.h"
 #include "base/codec.h"
@@ -90,13 +93,14 @@ static const struct http_route *const fb_routes[] = {
 	api_term_routes,
 	api_sandbox_routes,
 	api_term_ws_routes,
+	api_term_sse_routes,
 	NULL
 };
 
 static const struct http_route *const fb_bridge_routes[] = {
 	api_sandbox_bridge_routes,
 	api_files_bridge_routes,
-	api_term_bridge_routes,
+	api_pty_bridge_routes,
 	NULL
 };
 static const struct api_ns fb_bridge = { api_bridge_map, fb_bridge_routes };
