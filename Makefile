@@ -45,6 +45,7 @@ DEPS_fsutil	:=
 DEPS_user	:=
 DEPS_pty	:= user
 DEPS_codec	:= buf
+DEPS_opt	:= buf codec
 DEPS_connect	:= buf
 DEPS_cursor	:= codec
 DEPS_hclient	:= buf

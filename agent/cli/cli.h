@@ -4,7 +4,8 @@
  * than "agent" through cli_main; the rest of this header is what the
  * CLI's own files share:
  *
- *	cli.c		the grammar: commands, options, help, parsing
+ *	cli.c		help, parsing, failures and cli_main
+ *	cli_grammar.c	the grammar: commands, their option rows, exit codes
  *	cli_cmd.c	the commands' handlers, but for run and help
  *	cli_run.c	run: exec's stream and the signals passed on
  *	cli_ready.c	start --ready-port, --ready-log
@@ -25,6 +26,7 @@
 #include <cjson/cJSON.h>
 
 #include "base/buf.h"
+#include "base/opt.h"
 #include "base/tunables.h"
 
 /*
@@ -34,7 +36,7 @@
  */
 int	cli_main(int argc, char **argv);
 
-/* The exit codes; cli.c's help lists them for the operator. */
+/* The exit codes; cli_exits lists them for the operator. */
 enum {
 	CLI_OK = 0,
 	CLI_REFUSED = 1,	/* the agent replied with an error */
@@ -49,7 +51,27 @@ enum {
 #define STREAM_OUT	0x1
 #define STREAM_ERR	0x2
 
-struct cli_cmd;
+#define CLI_SOCKET	"/run/tend.sock"
+
+#define CMD_ORDERED	0x1	/* options end at the first argument (argv) */
+#define CMD_LAUNCH	0x2	/* takes the launch options */
+#define CMD_PROCEXIT	0x4	/* exits with the process's exit code */
+#define CMD_PATH	0x8	/* its argument is a path, not an ID */
+
+struct cli;
+
+/* A subcommand: a row of cli_cmds. */
+struct cli_cmd {
+	const char		*name;
+	int			(*run)(struct cli *);
+	const struct opt	*opts;		/* rows into struct cli */
+	const char		*synopsis;	/* after "tend NAME" */
+	int			 minargs;
+	int			 maxargs;	/* -1: any number */
+	int			 flags;
+	const char		*summary;	/* one line, for tend --help */
+	const char		*help;		/* a paragraph */
+};
 
 /* Everything the command line said. */
 struct cli {
@@ -121,11 +143,19 @@ struct cli_sse {
 	void		*arg;
 };
 
+/* cli_grammar.c: the commands, the options every one takes, exit codes. */
+extern const struct cli_cmd	cli_cmds[];
+extern const size_t		cli_ncmds;
+extern const struct opt		cli_opts_common[];
+extern const char		cli_exits[];
+
 /* cli.c: failures, as a line or (--json) as the agent's error shape. */
 void	cli_warnx(const char *, ...)
 	    __attribute__((format(printf, 1, 2)));
 void	cli_report(const struct cli *, const char *, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
+/* cli.c: tend help [COMMAND], the grammar's own command. */
+int	cli_help(struct cli *);
 
 /* cli_cmd.c: the handlers the grammar names, and start's and run's body. */
 int	cli_cmd_health(struct cli *);

@@ -72,6 +72,10 @@
 #define STATE_RETRY_S		1.0		/* s, refused state writes */
 #define AGENT_GRACE		8.0		/* s */
 
+/* Option tables (lib/base/opt.c): the agent's, the shim's, the CLI's. */
+#define OPT_MAX			24		/* rows of one command */
+#define OPT_SECONDS_MAX		1e12		/* largest SECONDS taken */
+
 /* The command line (agent/cli*.c). */
 #define CLI_WAIT_PIECE		60000		/* ms asked of one wait call */
 #define CLI_ERRBODY_MAX		(64 * 1024)	/* kept of an error reply */
@@ -80,8 +84,6 @@
 #define CLI_CTYPE_MAX		64		/* of a media type, NUL included */
 #define CLI_BOOT_MAX		144		/* of a --boot ID */
 #define CLI_MSG_MAX		512		/* one failure reported */
-#define CLI_MAX_OPTS		24		/* options of one command */
-#define CLI_SECONDS_MAX		1e12		/* largest SECONDS taken */
 #define CLI_READY_POLL		20		/* ms between readiness checks */
 #define CLI_READY_TIMEOUT	60000		/* ms, default --ready-timeout */
 #define CLI_READY_LINE_MAX	(64 * 1024)	/* of a line matched whole */
