@@ -45,10 +45,14 @@ api_term_ws_dims(struct http_req *r, unsigned int *cols,
     unsigned int *rows, struct api_err *e)
 {
 	uint64_t	v[2] = { 0, 0 };
+	int		c, w;
 
-	if (http_query_u64(r, "cols", &v[0]) == -1 ||
-	    http_query_u64(r, "rows", &v[1]) == -1 ||
-	    v[0] > PTY_MAX_DIM || v[1] > PTY_MAX_DIM) {
+	/* A present 0 is out of range, as in a resize; only absence is 0. */
+	c = http_query_u64(r, "cols", &v[0]);
+	w = http_query_u64(r, "rows", &v[1]);
+	if (c == -1 || w == -1 || (c == 1 && v[0] == 0) ||
+	    (w == 1 && v[1] == 0) || v[0] > PTY_MAX_DIM ||
+	    v[1] > PTY_MAX_DIM) {
 		api_err_set(e, 400, "invalid_request", NULL,
 		    "cols and rows must be valid numbers (1..10000)");
 		return -1;

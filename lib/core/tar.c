@@ -663,10 +663,12 @@ tar_in_file(struct tar_in *in, struct archive_entry *e, int dfd,
 		goto fail;
 	}
 	tar_in_times(e, ts);
+	/* The owner before the mode: a chown clears setuid and setgid. */
 	if (ftruncate(fd, archive_entry_size(e)) == -1 ||
+	    (in->root && fchown(fd, archive_entry_uid(e),
+	    archive_entry_gid(e)) == -1) ||
 	    fchmod(fd, archive_entry_perm(e) & (in->root ? 07777 : 01777)) ==
-	    -1 || (in->root && fchown(fd, archive_entry_uid(e),
-	    archive_entry_gid(e)) == -1) || futimens(fd, ts) == -1)
+	    -1 || futimens(fd, ts) == -1)
 		goto fail;
 	return close(fd);
 fail:
@@ -818,9 +820,10 @@ tar_in_dirs_fix(struct tar_in *in)
 		d = &in->dirs[--in->ndirs];
 		fd = fsutil_open(in->rootfd, d->rel, O_RDONLY | O_DIRECTORY, 0);
 		if (fd != -1) {
-			(void)fchmod(fd, d->mode);
+			/* The owner before the mode, as for a file. */
 			if (in->root)
 				(void)fchown(fd, d->uid, d->gid);
+			(void)fchmod(fd, d->mode);
 			(void)futimens(fd, d->ts);
 			close(fd);
 		}

@@ -1,0 +1,111 @@
+"""The new surfaces under attack (issue 25: items 5, 11, 12, 13, 14).
+
+Each test is the regression test of one item: it fails on the agent the
+issue was filed against and passes once the item is fixed.
+"""
+import io
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+import unittest
+import urllib.parse
+
+from harness import AgentTestCase, request_bytes
+from test_files import tar_bytes, tinfo
+
+HANDSHAKE = {"Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13",
+             "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+SHELL = ["/bin/sh"]
+
+
+# ---------------------------------------------------------------- item 13
+
+class TestZeroTerminalSize(AgentTestCase):
+    """proto §12: cols/rows are 1..10000 on attach; 0 is out of range, and
+    refused as a non-number is, never upgraded."""
+
+    def upgrade(self, a, path):
+        r = a.raw_response(request_bytes("GET", path, headers=HANDSHAKE))
+        self.assertIsNotNone(r, "closed without a reply: %s" % path)
+        return r
+
+    def test_connect_zero_sizes_refused(self):
+        a = self.agent()
+        r = a.post("/v1/terminals", {"argv": SHELL, "id": "z"})
+        self.assertEqual(r.status, 200, r)
+        for q in ("cols=0&rows=0", "cols=0&rows=24", "cols=80&rows=0"):
+            r = self.upgrade(a, "/v1/terminals/z/connect?" + q)
+            self.assertEqual(r.status, 400, (q, r))
+            self.assertIn("cols and rows must be valid numbers", r.json["error"], r)
+        # In range, and absent, still upgrade.
+        for q in ("cols=80&rows=24", ""):
+            self.assertEqual(self.upgrade(a, "/v1/terminals/z/connect?" + q).status, 101, q)
+
+    def test_bridge_pty_zero_sizes_refused(self):
+        a = self.agent()
+        for q in ("cols=0&rows=0", "cols=0&rows=24", "cols=80&rows=0"):
+            r = self.upgrade(a, "/v1/sandbox/sb1/pty?shell=/bin/sh&" + q)
+            self.assertEqual(r.status, 400, (q, r))
+            self.assertIn("cols and rows must be valid numbers", r.json["error"], r)
+        # Nothing was created by the refusals.
+        self.assertEqual(a.get("/v1/terminals").json, [])
+        self.assertEqual(self.upgrade(a, "/v1/sandbox/sb1/pty?shell=/bin/sh&cols=1&rows=1").status,
+                         101)
+
+
+# ---------------------------------------------------------------- files
+
+class FilesRootCase(AgentTestCase):
+    """An agent whose files root is self.root (a temp dir on the real disk)."""
+
+    def setUp(self):
+        super().setUp()
+        self.top = tempfile.mkdtemp(prefix="tend-attack-", dir="/var/tmp")
+        self.addCleanup(shutil.rmtree, self.top, ignore_errors=True)
+        self.root = os.path.join(self.top, "root")
+        os.makedirs(self.root)
+
+    def hydrate(self, a, root, data):
+        return a.post("/v1/hydrate?root=" + urllib.parse.quote(root), body=data)
+
+
+# ---------------------------------------------------------------- item 12
+
+class TestHydrateSetid(FilesRootCase):
+    """proto §13.2: setuid/setgid are kept when the agent is root (these
+    tests run as root), for any owner the entry names."""
+
+    def test_setuid_setgid_kept_as_root(self):
+        if os.geteuid() != 0:
+            self.skipTest("the agent keeps setuid/setgid only as root")
+        a = self.agent(extra=["--files-root", self.root])
+        dst = os.path.join(self.root, "t")
+        members = []
+        for name, mode, uid in (("suid", 0o4755, 0), ("sgid", 0o2755, 0),
+                                ("both", 0o6711, 0), ("suid-user", 0o4750, 1000),
+                                ("sticky", 0o1755, 0)):
+            i = tinfo(name, mode=mode)
+            i.uid, i.gid = uid, uid
+            members.append((i, b"#!/bin/sh\n"))
+        d = tinfo("sgid-dir", tarfile.DIRTYPE, mode=0o2775)
+        d.uid, d.gid = 1000, 1000
+        members.append((d, None))
+        r = self.hydrate(a, dst, tar_bytes(members))
+        self.assertEqual((r.status, r.json), (200, {"ok": True}), r)
+        for name, mode, uid in (("suid", 0o4755, 0), ("sgid", 0o2755, 0), ("both", 0o6711, 0),
+                                ("suid-user", 0o4750, 1000), ("sticky", 0o1755, 0),
+                                ("sgid-dir", 0o2775, 1000)):
+            st = os.lstat(os.path.join(dst, name))
+            self.assertEqual((oct(stat.S_IMODE(st.st_mode)), st.st_uid, st.st_gid),
+                             (oct(mode), uid, uid), name)
+        # And persist carries them back out.
+        r = a.post("/v1/persist?root=" + urllib.parse.quote(dst))
+        self.assertEqual(r.status, 200, r)
+        modes = {m.name.lstrip("./"): m.mode for m in tarfile.open(fileobj=io.BytesIO(r.body))}
+        self.assertEqual((oct(modes["suid"]), oct(modes["sgid-dir"])), (oct(0o4755), oct(0o2775)))
+
+
+if __name__ == "__main__":
+    unittest.main()
