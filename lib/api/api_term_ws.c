@@ -15,7 +15,6 @@
 #include "api.h"
 #include "api_term_src.h"
 #include "api_term_ws.h"
-#include "base/codec.h"
 #include "base/util.h"
 #include "core/follow.h"
 #include "core/term.h"
@@ -87,9 +86,8 @@ api_term_ws_handshake(struct http_req *r, char *hdr, size_t n,
 	return 0;
 }
 
-
 /* ------------------------------------------------------------------ */
-/* The WebSocket client: frames out */
+/* The session: frames out */
 
 static int
 api_term_ws_json(struct api_term_ws *s, cJSON *j)
@@ -235,7 +233,7 @@ static const struct follow_sink api_term_ws_sink = {
 };
 
 /* ------------------------------------------------------------------ */
-/* The WebSocket client: frames in */
+/* The session: frames in */
 
 static void	api_term_ws_input_wake(struct term *, void *, int);
 
