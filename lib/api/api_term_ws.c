@@ -158,7 +158,10 @@ api_term_ws_gap(void *ctx, const struct follow_gap *g)
 	return api_term_ws_json(s, j);
 }
 
-/* tws_bridge_exit's body reads as it did before its module's prefix. */
+/*
+ * tws_bridge_exit keeps its body's names while the exit-status change
+ * (issue 24) rewrites it; these lines and its name go with that change.
+ */
 #define tws_msg		api_term_ws_msg
 #define tsrc_str	api_term_src_str
 
