@@ -83,7 +83,8 @@ DEPS_watch	:= codec files wlist
 DEPS_api_watch	:= api codec files fsutil http watch
 DEPS_multipart	:=
 DEPS_envd	:= api buf codec connect http user
-DEPS_api_envd	:= api buf codec connect envd follow http proc term
+DEPS_api_envd	:= api buf codec connect envd http proc term
+DEPS_api_envd_stream	:= api api_envd buf codec connect envd follow http proc term
 DEPS_api_envd_fs	:= api api_files buf codec connect envd files fsutil http log multipart user watch
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf

@@ -39,6 +39,7 @@
 #include "api/bridge/api_sandbox.h"
 #include "api/envd/api_envd.h"
 #include "api/envd/api_envd_fs.h"
+#include "api/envd/api_envd_stream.h"
 #include "api/envd/envd.h"
 #include "base/codec.h"
 #include "base/fsutil.h"
@@ -69,6 +70,7 @@ static const struct http_route *const agent_routes[] = {
 	api_sandbox_routes,
 	api_term_ws_routes,
 	api_term_sse_routes,
+	api_envd_stream_routes,
 	api_envd_routes,
 	api_envd_fs_routes,
 	NULL

@@ -190,6 +190,7 @@ api_term_sse_get(struct http_conn *c, struct http_req *r)
 }
 
 const struct http_route api_term_sse_routes[] = {
-	{ "GET",	"/v1/terminals/{}/output",	api_term_sse_get, NULL },
+	{ "GET",	"/v1/terminals/{}/output",	api_term_sse_get,
+	    NULL },
 	{ NULL, NULL, NULL, NULL }
 };

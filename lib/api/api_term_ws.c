@@ -15,7 +15,6 @@
 #include "api.h"
 #include "api_term_src.h"
 #include "api_term_ws.h"
-#include "base/codec.h"
 #include "base/util.h"
 #include "core/follow.h"
 #include "core/term.h"
@@ -91,9 +90,8 @@ api_term_ws_handshake(struct http_req *r, char *hdr, size_t n,
 	return 0;
 }
 
-
 /* ------------------------------------------------------------------ */
-/* The WebSocket client: frames out */
+/* The session: frames out */
 
 static int
 api_term_ws_json(struct api_term_ws *s, cJSON *j)
@@ -164,7 +162,10 @@ api_term_ws_gap(void *ctx, const struct follow_gap *g)
 	return api_term_ws_json(s, j);
 }
 
-/* tws_bridge_exit's body reads as it did before its module's prefix. */
+/*
+ * tws_bridge_exit keeps its body's names while the exit-status change
+ * (issue 24) rewrites it; these lines and its name go with that change.
+ */
 #define tws_msg		api_term_ws_msg
 #define tsrc_str	api_term_src_str
 
@@ -239,7 +240,7 @@ static const struct follow_sink api_term_ws_sink = {
 };
 
 /* ------------------------------------------------------------------ */
-/* The WebSocket client: frames in */
+/* The session: frames in */
 
 static void	api_term_ws_input_wake(struct term *, void *, int);
 

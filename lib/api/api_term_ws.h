@@ -29,7 +29,8 @@ struct api_term_ws *api_term_ws_new(struct http_conn *, struct termtab *,
 /* The session's source, for a read of an earlier boot's record. */
 struct api_term_src *api_term_ws_src(struct api_term_ws *);
 /* Its terminal (NULL: the source's record); owned: terminated on close. */
-void	api_term_ws_set_term(struct api_term_ws *, struct term *, bool owned);
+void	api_term_ws_set_term(struct api_term_ws *, struct term *,
+	    bool owned);
 /* Its follow, from since (NULL: the start); -1 with e. */
 int	api_term_ws_follow(struct api_term_ws *, const char *since,
 	    struct api_err *);
