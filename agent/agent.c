@@ -263,7 +263,7 @@ agent_defaults(void)
 	opt.workspace = "/workspace";
 }
 
-/* --workspace: the bridge maps paths under it, so it is absolute. */
+/* --workspace: an absolute path. */
 static int
 agent_opt_workspace(const struct opt *o, void *base, const char *arg,
     struct buf *err)
