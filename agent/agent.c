@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,9 +42,11 @@
 #include "api/envd/api_envd_fs.h"
 #include "api/envd/api_envd_stream.h"
 #include "api/envd/envd.h"
+#include "base/buf.h"
 #include "base/codec.h"
 #include "base/fsutil.h"
 #include "base/log.h"
+#include "base/opt.h"
 #include "core/proc.h"
 #include "core/shimctl.h"
 #include "core/term.h"
@@ -89,7 +92,8 @@ static const struct api_ns agent_bridge = {
 
 #define AGENT_REAP_WAIT	2.0	/* s after KILL before giving up on reaping */
 
-static struct {
+/* The options, agent_opts's rows into it. */
+static struct agent_opts {
 	const char	*socket;
 	const char	*statedir;
 	const char	*files_root;
@@ -102,7 +106,7 @@ static struct {
 	int		 max_conns;
 	double		 stuck;
 	double		 head;
-	uint64_t	 max_log;
+	int64_t		 max_log;
 	char		**wrapped;
 	int		 verbose;
 	const char	*socket_group;
@@ -129,6 +133,9 @@ static struct proctab_sub settled;	/* at shutdown: records that end */
 static struct termtab_sub term_settled;	/* ... and terminals */
 
 static void	agent_usage(FILE *);
+static opt_set_fn agent_opt_workspace;
+static opt_set_fn agent_opt_default_user;
+static opt_set_fn agent_opt_envd_user;
 static void	agent_options(int, char **);
 static void	agent_shim_options(void);
 static void	agent_shim_start(void);
@@ -150,6 +157,64 @@ static const int forwarded[] = {
 	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
 };
 
+/* What agent_options does with an action row. */
+enum { AGENT_HELP = 1, AGENT_LIST_ROUTES };
+
+#define AGENT_OFF(f)	offsetof(struct agent_opts, f)
+#define AGENT_HELP_WIDTH 23	/* of the options' left column */
+
+/* The options, in the order of the help and of getopt's ambiguities. */
+static const struct opt agent_opts[] = {
+	{ "socket", 'S', "PATH", OPT_STR, AGENT_OFF(socket), .help =
+	    "unix socket (env TEND_SOCKET; /run/tend.sock)" },
+	{ "state-dir", 'd', "DIR", OPT_STR, AGENT_OFF(statedir), .help =
+	    "state directory (env TEND_STATE_DIR; /var/lib/tend)" },
+	{ "grace", 'g', "SECONDS", OPT_SECONDS, AGENT_OFF(grace), 0, 0,
+	    .help = "shutdown grace before KILL (8)" },
+	{ "keep-boots", 0, "N", OPT_INT, AGENT_OFF(keep_boots), 1, 1000,
+	    .help = "boots kept in the state dir, this one included (3)" },
+	{ "keep-exited", 0, "N", OPT_INT, AGENT_OFF(keep_exited), 0, 1000000,
+	    .help = "ended records kept per boot (1000)" },
+	{ "max-procs", 0, "N", OPT_INT, AGENT_OFF(max_procs), 1, 1000000,
+	    .help = "live processes at most (4096)" },
+	{ "max-conns", 0, "N", OPT_INT, AGENT_OFF(max_conns), 1, 100000,
+	    .help = "client connections at most (512)" },
+	{ "stuck-timeout", 0, "S", OPT_SECONDS, AGENT_OFF(stuck), 1, 0,
+	    .help = "drop a client whose reply has not moved for S s (60)" },
+	{ "head-timeout", 0, "S", OPT_SECONDS, AGENT_OFF(head), 1, 0,
+	    .help = "drop a client whose request head takes over S s (10)" },
+	{ "max-log-bytes", 0, "N", OPT_INT64, AGENT_OFF(max_log), 4096,
+	    1LL << 50, .help = "default bytes kept per output stream (64 MiB)" },
+	{ "files-root", 0, "DIR", OPT_STR, AGENT_OFF(files_root), .help =
+	    "the file routes' root: nothing outside it (/)" },
+	{ "workspace", 0, "DIR", OPT_FUNC, .set = agent_opt_workspace,
+	    .help = "the bridge's workspace (/workspace)" },
+	{ "socket-group", 0, "G", OPT_STR, AGENT_OFF(socket_group), .help =
+	    "make the socket 0660 with group G (else 0600)" },
+	{ "shim-listen", 0, "A:P", OPT_STR, AGENT_OFF(shim_listen), .help =
+	    "run and supervise `tend shim` on ADDR:PORT" },
+	{ "shim-token-file", 0, "F", OPT_STR, AGENT_OFF(shim_token_file),
+	    .help = "its token (required with --shim-listen)" },
+	{ "shim-user", 0, "U", OPT_STR, AGENT_OFF(shim_user), .help =
+	    "its user (nobody); without --socket-group the\n"
+	    "socket takes U's group" },
+	{ "default-user", 0, "USER", OPT_FUNC, .set = agent_opt_default_user,
+	    .help = "processes run as USER (name, uid or uid:gid)\n"
+	    "when a request names none (root)" },
+	{ "envd-user", 0, "USER", OPT_FUNC, .set = agent_opt_envd_user,
+	    .help = "the envd API's default user (root)" },
+	{ "verbose", 'v', NULL, OPT_FLAG, AGENT_OFF(verbose), .help =
+	    "debug log lines" },
+	{ "help", 'h', NULL, OPT_ACTION, .val = AGENT_HELP, .help =
+	    "this text" },
+	/*
+	 * Hidden: every route, for the test that the OpenAPI document
+	 * lists them all.
+	 */
+	{ "list-routes", 0, NULL, OPT_ACTION, .val = AGENT_LIST_ROUTES },
+	OPT_END
+};
+
 static void
 agent_usage(FILE *f)
 {
@@ -160,44 +225,8 @@ agent_usage(FILE *f)
 "the bridge protocol on a unix socket.  With a command after --, run it as\n"
 "the main child, forward signals to it, and exit with its status.\n"
 "\n"
-"options:\n"
-"  -S, --socket PATH       unix socket (env TEND_SOCKET; /run/tend.sock)\n"
-"  -d, --state-dir DIR     state directory (env TEND_STATE_DIR; /var/lib/tend)\n"
-"  -g, --grace SECONDS     shutdown grace before KILL (8)\n"
-"      --keep-boots N      boots kept in the state dir, this one included (3)\n"
-"      --keep-exited N     ended records kept per boot (1000)\n"
-"      --max-procs N       live processes at most (4096)\n"
-"      --max-conns N       client connections at most (512)\n"
-"      --stuck-timeout S   drop a client whose reply has not moved for S s (60)\n"
-"      --head-timeout S    drop a client whose request head takes over S s (10)\n"
-"      --max-log-bytes N   default bytes kept per output stream (64 MiB)\n"
-"      --files-root DIR    the file routes' root: nothing outside it (/)\n"
-"      --workspace DIR     the bridge's workspace (/workspace)\n"
-"      --socket-group G    make the socket 0660 with group G (else 0600)\n"
-"      --shim-listen A:P   run and supervise `tend shim` on ADDR:PORT\n"
-"      --shim-token-file F its token (required with --shim-listen)\n"
-"      --shim-user U       its user (nobody); without --socket-group the\n"
-"                          socket takes U's group\n"
-"      --default-user USER processes run as USER (name, uid or uid:gid)\n"
-"                          when a request names none (root)\n"
-"      --envd-user USER    the envd API's default user (root)\n"
-"  -v, --verbose           debug log lines\n"
-"  -h, --help              this text\n");
-}
-
-static long long
-agent_number(const char *name, const char *s, long long lo, long long hi)
-{
-	char		*end;
-	long long	 v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || *end != '\0' || end == s || v < lo || v > hi) {
-		fprintf(stderr, "tend agent: %s: invalid value '%s'\n", name, s);
-		exit(2);
-	}
-	return v;
+"options:\n");
+	opt_help(f, agent_opts, AGENT_HELP_WIDTH);
 }
 
 /*
@@ -221,21 +250,6 @@ agent_list_routes(void)
 				    rt->pattern + 3);
 }
 
-/* A number of seconds, >= 0 (zero_ok) or > 0; exit 2 when it is not. */
-static double
-agent_seconds(const char *name, const char *s, bool zero_ok)
-{
-	char	*end;
-	double	 v;
-
-	v = strtod(s, &end);
-	if (*end != '\0' || end == s || !(zero_ok ? v >= 0 : v > 0)) {
-		fprintf(stderr, "tend agent: %s: invalid value '%s'\n", name, s);
-		exit(2);
-	}
-	return v;
-}
-
 static void
 agent_defaults(void)
 {
@@ -255,141 +269,86 @@ agent_defaults(void)
 	opt.workspace = "/workspace";
 }
 
-/* One option from getopt_long; usage errors exit 2. */
-static void
-agent_option(int ch, const char *arg)
+/* --workspace: an absolute path. */
+static int
+agent_opt_workspace(const struct opt *o, void *base, const char *arg,
+    struct buf *err)
 {
-	struct user_id		u;
+	if (arg[0] != '/') {
+		(void)buf_printf(err, "--%s: must be an absolute path", o->name);
+		return -1;
+	}
+	((struct agent_opts *)base)->workspace = arg;
+	return 0;
+}
+
+static int
+agent_opt_default_user(const struct opt *o, void *base, const char *arg,
+    struct buf *err)
+{
+	struct user_id	u;
+
+	if (user_parse(NULL, arg, &u) == -1) {
+		(void)buf_printf(err, "--%s: '%s': %s", o->name, arg,
+		    errno == ENOENT ? "no such user" : strerror(errno));
+		return -1;
+	}
+	((struct agent_opts *)base)->default_user = arg;
+	return 0;
+}
+
+/* As a request's user is: root needs no passwd entry. */
+static int
+agent_opt_envd_user(const struct opt *o, void *base, const char *arg,
+    struct buf *err)
+{
 	struct envd_user	eu;
 	struct envd_err		ee;
 
-	switch (ch) {
-	case 'S':
-		opt.socket = arg;
-		break;
-	case 'd':
-		opt.statedir = arg;
-		break;
-	case 'g':
-		opt.grace = agent_seconds("--grace", arg, true);
-		break;
-	case 'B':
-		opt.keep_boots = agent_number("--keep-boots", arg,
-		    1, 1000);
-		break;
-	case 'E':
-		opt.keep_exited = agent_number("--keep-exited", arg,
-		    0, 1000000);
-		break;
-	case 'P':
-		opt.max_procs = agent_number("--max-procs", arg, 1,
-		    1000000);
-		break;
-	case 'T':
-		opt.stuck = agent_seconds("--stuck-timeout", arg, false);
-		break;
-	case 'H':
-		opt.head = agent_seconds("--head-timeout", arg, false);
-		break;
-	case 'C':
-		opt.max_conns = agent_number("--max-conns", arg, 1,
-		    100000);
-		break;
-	case 'L':
-		opt.max_log = agent_number("--max-log-bytes", arg,
-		    4096, 1LL << 50);
-		break;
-	case 'R':
-		opt.files_root = arg;
-		break;
-	case 'W':
-		if (arg[0] != '/') {
-			fprintf(stderr, "tend agent: --workspace: must "
-			    "be an absolute path\n");
-			exit(2);
-		}
-		opt.workspace = arg;
-		break;
-	case 'G':
-		opt.socket_group = arg;
-		break;
-	case 'J':
-		opt.shim_listen = arg;
-		break;
-	case 'K':
-		opt.shim_token_file = arg;
-		break;
-	case 'U':
-		opt.shim_user = arg;
-		break;
-	case 'Y':
-		if (user_parse(NULL, arg, &u) == -1) {
-			fprintf(stderr, "tend agent: --default-user: "
-			    "'%s': %s\n", arg, errno == ENOENT ?
-			    "no such user" : strerror(errno));
-			exit(2);
-		}
-		opt.default_user = arg;
-		break;
-	case 'e':
-		/* As a request's user is: root needs no passwd entry. */
-		if (envd_user_lookup(arg, &eu, &ee) == -1) {
-			fprintf(stderr, "tend agent: --envd-user: '%s': %s\n",
-			    arg, errno == ENOENT ? "no such user" :
-			    "must be a user name or uid");
-			exit(2);
-		}
-		opt.envd_user = arg;
-		break;
-	case 'v':
-		opt.verbose = 1;
-		break;
-	case 'h':
-		agent_usage(stdout);
-		exit(0);
-	case 'l':
-		agent_list_routes();
-		exit(0);
-	default:
-		agent_usage(stderr);
-		exit(2);
+	if (envd_user_lookup(arg, &eu, &ee) == -1) {
+		(void)buf_printf(err, "--%s: '%s': %s", o->name, arg,
+		    errno == ENOENT ? "no such user" :
+		    "must be a user name or uid");
+		return -1;
 	}
+	((struct agent_opts *)base)->envd_user = arg;
+	return 0;
 }
 
+/*
+ * The options, through agent_opts's rows; a usage error exits 2 (getopt
+ * has said what it did not know), as does a bad value.
+ */
 static void
 agent_options(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "socket",	   required_argument, NULL, 'S' },
-		{ "state-dir",	   required_argument, NULL, 'd' },
-		{ "grace",	   required_argument, NULL, 'g' },
-		{ "keep-boots",	   required_argument, NULL, 'B' },
-		{ "keep-exited",   required_argument, NULL, 'E' },
-		{ "max-procs",	   required_argument, NULL, 'P' },
-		{ "max-conns",	   required_argument, NULL, 'C' },
-		{ "stuck-timeout", required_argument, NULL, 'T' },
-		{ "head-timeout",  required_argument, NULL, 'H' },
-		{ "max-log-bytes", required_argument, NULL, 'L' },
-		{ "files-root",	   required_argument, NULL, 'R' },
-		{ "workspace",	   required_argument, NULL, 'W' },
-		{ "socket-group",  required_argument, NULL, 'G' },
-		{ "shim-listen",   required_argument, NULL, 'J' },
-		{ "shim-token-file", required_argument, NULL, 'K' },
-		{ "shim-user",	   required_argument, NULL, 'U' },
-		{ "default-user",  required_argument, NULL, 'Y' },
-		{ "envd-user",	   required_argument, NULL, 'e' },
-		{ "verbose",	   no_argument,	      NULL, 'v' },
-		{ "help",	   no_argument,	      NULL, 'h' },
-		{ "list-routes",   no_argument,	      NULL, 'l' },
-		{ NULL, 0, NULL, 0 }
-	};
-	int	ch;
+	const struct opt	*o;
+	struct opt_getopt	 g;
+	struct buf		 msg = { 0 };
+	int			 ch;
 
 	agent_defaults();
-	/* "+": stop at the first non-option, the wrapped command. */
-	while ((ch = getopt_long(argc, argv, "+S:d:g:vh", longopts,
-	    NULL)) != -1)
-		agent_option(ch, optarg);
+	/* Ordered: stop at the first non-option, the wrapped command. */
+	opt_getopt(&g, (const struct opt *const []){ agent_opts }, 1,
+	    OPT_ORDERED);
+	while ((ch = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
+		if ((o = opt_row(&g, ch)) == NULL) {
+			agent_usage(stderr);
+			exit(2);
+		}
+		if (o->kind == OPT_ACTION) {
+			if (o->val == AGENT_HELP)
+				agent_usage(stdout);
+			else
+				agent_list_routes();
+			exit(0);
+		}
+		if (opt_set(o, &opt, optarg, &msg) != 0) {
+			fprintf(stderr, "tend agent: %.*s\n",
+			    (int)buf_avail(&msg), buf_head(&msg));
+			exit(2);
+		}
+	}
 	if (optind < argc)
 		opt.wrapped = argv + optind;
 	agent_shim_options();

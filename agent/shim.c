@@ -16,7 +16,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <signal.h>
-#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,20 +26,23 @@
 #include <seccomp.h>
 
 #include "agent.h"
+#include "base/buf.h"
 #include "base/fsutil.h"
 #include "base/log.h"
+#include "base/opt.h"
 #include "base/tunables.h"
 #include "net/shim.h"
 #include "sys/user.h"
 
-static struct {
+/* The options, shim_opts's rows into it. */
+static struct shim_opts {
 	const char	*listen;
 	const char	*socket;
 	const char	*token_file;
 	const char	*user;
 	const char	*group;
-	bool		 no_auth;
-	bool		 debug_seccomp;
+	int		 no_auth;
+	int		 debug_seccomp;
 	int		 max_conns;
 	int		 verbose;
 } opt;
@@ -60,6 +63,35 @@ static const int shim_syscalls[] = {
 	SCMP_SYS(restart_syscall),	/* a call resumed after a tracer's stop */
 };
 
+#define SHIM_OFF(f)	offsetof(struct shim_opts, f)
+#define SHIM_HELP_WIDTH	23	/* of the options' left column */
+
+/* The options, in the order of the help and of getopt's ambiguities. */
+static const struct opt shim_opts[] = {
+	{ "listen", 'l', "ADDR:PORT", OPT_STR, SHIM_OFF(listen), .help =
+	    "numeric address to listen on (127.0.0.1:8686;\n"
+	    "[::1]:8686 for IPv6)" },
+	{ "socket", 'S', "PATH", OPT_STR, SHIM_OFF(socket), .help =
+	    "the agent's socket (env TEND_SOCKET; /run/tend.sock)" },
+	{ "token-file", 't', "FILE", OPT_STR, SHIM_OFF(token_file), .help =
+	    "the token (else env TEND_TOKEN)" },
+	{ "no-auth", 0, NULL, OPT_FLAG, SHIM_OFF(no_auth), .help =
+	    "serve without a token" },
+	{ "user", 'u', "USER", OPT_STR, SHIM_OFF(user), .help =
+	    "run as USER: name, uid or uid:gid (nobody)" },
+	{ "socket-group", 0, "G", OPT_STR, SHIM_OFF(group), .help =
+	    "keep group G to reach the socket (default: the\n"
+	    "socket's own group when it is group-writable)" },
+	{ "max-conns", 0, "N", OPT_INT, SHIM_OFF(max_conns), 1, 100000,
+	    .help = "client connections at most (512)" },
+	{ "debug-seccomp", 0, NULL, OPT_FLAG, SHIM_OFF(debug_seccomp),
+	    .help = "make a forbidden syscall once serving (dies)" },
+	{ "verbose", 'v', NULL, OPT_FLAG, SHIM_OFF(verbose), .help =
+	    "debug log lines" },
+	{ "help", 'h', NULL, OPT_ACTION, .help = "this text" },
+	OPT_END
+};
+
 static void
 shim_usage(FILE *f)
 {
@@ -71,88 +103,40 @@ shim_usage(FILE *f)
 "forward each request without it to the agent's unix socket, streaming\n"
 "the reply back.\n"
 "\n"
-"options:\n"
-"  -l, --listen ADDR:PORT  numeric address to listen on (127.0.0.1:8686;\n"
-"                          [::1]:8686 for IPv6)\n"
-"  -S, --socket PATH       the agent's socket (env TEND_SOCKET; /run/tend.sock)\n"
-"  -t, --token-file FILE   the token (else env TEND_TOKEN)\n"
-"      --no-auth           serve without a token\n"
-"  -u, --user USER         run as USER: name, uid or uid:gid (nobody)\n"
-"      --socket-group G    keep group G to reach the socket (default: the\n"
-"                          socket's own group when it is group-writable)\n"
-"      --max-conns N       client connections at most (512)\n"
-"      --debug-seccomp     make a forbidden syscall once serving (dies)\n"
-"  -v, --verbose           debug log lines\n"
-"  -h, --help              this text\n");
+"options:\n");
+	opt_help(f, shim_opts, SHIM_HELP_WIDTH);
 }
 
+/*
+ * The options, through shim_opts's rows; a usage error exits 2 (getopt
+ * has said what it did not know), as does a bad value.  No arguments.
+ */
 static void
 shim_options(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "listen",	   required_argument, NULL, 'l' },
-		{ "socket",	   required_argument, NULL, 'S' },
-		{ "token-file",	   required_argument, NULL, 't' },
-		{ "no-auth",	   no_argument,	      NULL, 'A' },
-		{ "user",	   required_argument, NULL, 'u' },
-		{ "socket-group",  required_argument, NULL, 'G' },
-		{ "max-conns",	   required_argument, NULL, 'C' },
-		{ "debug-seccomp", no_argument,	      NULL, 'D' },
-		{ "verbose",	   no_argument,	      NULL, 'v' },
-		{ "help",	   no_argument,	      NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
-	char	*end;
-	long	 n;
-	int	 ch;
+	const struct opt	*o;
+	struct opt_getopt	 g;
+	struct buf		 msg = { 0 };
+	int			 ch;
 
 	opt.listen = "127.0.0.1:8686";
 	opt.socket = getenv("TEND_SOCKET") ? getenv("TEND_SOCKET") :
 	    "/run/tend.sock";
 	opt.user = "nobody";
 	opt.max_conns = SHIM_MAX_CONNS;
-	while ((ch = getopt_long(argc, argv, "l:S:t:u:vh", longopts,
-	    NULL)) != -1) {
-		switch (ch) {
-		case 'l':
-			opt.listen = optarg;
-			break;
-		case 'S':
-			opt.socket = optarg;
-			break;
-		case 't':
-			opt.token_file = optarg;
-			break;
-		case 'A':
-			opt.no_auth = true;
-			break;
-		case 'u':
-			opt.user = optarg;
-			break;
-		case 'G':
-			opt.group = optarg;
-			break;
-		case 'C':
-			n = strtol(optarg, &end, 10);
-			if (*end != '\0' || end == optarg || n < 1 ||
-			    n > 100000) {
-				fprintf(stderr, "tend shim: --max-conns: "
-				    "invalid value '%s'\n", optarg);
-				exit(2);
-			}
-			opt.max_conns = n;
-			break;
-		case 'D':
-			opt.debug_seccomp = true;
-			break;
-		case 'v':
-			opt.verbose = 1;
-			break;
-		case 'h':
+	opt_getopt(&g, (const struct opt *const []){ shim_opts }, 1, 0);
+	while ((ch = getopt_long(argc, argv, g.so, g.lo, NULL)) != -1) {
+		if ((o = opt_row(&g, ch)) == NULL) {
+			shim_usage(stderr);
+			exit(2);
+		}
+		if (o->kind == OPT_ACTION) {
 			shim_usage(stdout);
 			exit(0);
-		default:
-			shim_usage(stderr);
+		}
+		if (opt_set(o, &opt, optarg, &msg) != 0) {
+			fprintf(stderr, "tend shim: %.*s\n",
+			    (int)buf_avail(&msg), buf_head(&msg));
 			exit(2);
 		}
 	}
