@@ -150,27 +150,11 @@ $(BUILD)/unit-%: $(BUILD)/tests/unit/test_%.o $(BUILD)/tests/unit/main-%.o \
 	@echo "LD $@"
 	@$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CHECK_LIBS)
 
-# The runner of every suite: a script, so that each suite stays its own
-# binary (and its own link check).
-$(BUILD)/unit: $(UNIT_BIN) Makefile
-	@printf '%s\n' '#!/bin/sh' \
-	    '# Made by the Makefile: every unit suite, each under "$$@" if given.' \
-	    '# A failed suite'"'"'s failures are said again at the end (each' \
-	    '# suite'"'"'s stdout is held until it ends).' \
-	    'd=$$(dirname "$$0"); failed=; why=' \
-	    'for s in $(UNIT_SUITES); do' \
-	    '	out=$$("$$@" "$$d/unit-$$s") && ok=1 || ok=' \
-	    '	printf "%s\n" "$$out"' \
-	    '	[ -n "$$ok" ] && continue' \
-	    '	failed="$$failed $$s"' \
-	    '	why="$$why$$(printf "%s\n" "$$out" | grep ":[EF]:" ||' \
-	    '	    echo "unit-$$s: failed, no check failure line (see above)")$$(printf "\n_")"' \
-	    '	why="$${why%_}"' \
-	    'done' \
-	    '[ -z "$$failed" ] || { printf "%s" "$$why" >&2;' \
-	    '	echo "unit: FAILED:$$failed" >&2; exit 1; }' \
-	    'echo "unit: $(words $(UNIT_SUITES)) suites passed"' >$@.tmp
-	@chmod +x $@.tmp && mv $@.tmp $@
+# The runner of every suite, scripts/unit, beside them; a suite no longer
+# in tests/unit is removed so that it does not run.
+$(BUILD)/unit: scripts/unit $(UNIT_BIN)
+	@rm -f $(filter-out $(UNIT_BIN),$(wildcard $(BUILD)/unit-*))
+	@cp scripts/unit $@
 
 unit: $(BUILD)/unit
 	$(BUILD)/unit
@@ -338,14 +322,16 @@ image: static
 conformance: all
 	python3 ../shared/conformance/conformance.py
 
-# Coverage-guided fuzzing with libFuzzer: each target in tests/fuzz runs
-# for FUZZ_SECONDS, its corpus kept in build-fuzz/corpus/<name> and seeded
-# from tests/fuzz/seeds/<name>; inputs that once crashed a target, in
-# tests/fuzz/crashers/<name>, are run first.  New crashes are saved as
+# Coverage-guided fuzzing with libFuzzer, a target per tests/fuzz/fuzz_<name>.c
+# (scripts/fuzz says how each mode runs them): `make fuzz` fuzzes each
+# for FUZZ_SECONDS, `make fuzz-replay` runs each once over its seeds and
+# saved crashers (make test), `make fuzz-ci` fuzzes each FUZZ_CI_SECONDS
+# from a fixed start (.ci/run).  New crashes are saved as
 # build-fuzz/crash-<name>-*.
 # Needs clang and its fuzzer runtime: `scripts/setup fuzz`.
 FUZZ_CC		?= clang
 FUZZ_SECONDS	?= 30
+FUZZ_CI_SECONDS	?= 30
 FUZZ_TARGETS	:= codec http json shim bridge multipart
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
@@ -370,61 +356,11 @@ build-fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzzsrv.c tests/fuzz/fuzzsrv.h
 	    -fsanitize=fuzzer,$(FUZZ_SAN) -o $@ $< tests/fuzz/fuzzsrv.c \
 	    $(FUZZ_LIB_OBJ) $(FUZZ_LIBS)
 
-fuzz: setup
+fuzz fuzz-replay fuzz-ci: setup
 	@scripts/setup fuzz
 	$(MAKE) $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
-	@rc=0; for t in $(FUZZ_TARGETS); do \
-	    mkdir -p build-fuzz/corpus/$$t && \
-	    echo "fuzz: $$t for $(FUZZ_SECONDS)s" && \
-	    UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/fuzz_$$t \
-		-max_total_time=$(FUZZ_SECONDS) -timeout=20 -print_final_stats=1 \
-		-artifact_prefix=build-fuzz/crash-$$t- \
-		$$(cat tests/fuzz/$$t.options 2>/dev/null) \
-		build-fuzz/corpus/$$t tests/fuzz/seeds/$$t \
-		$$(ls -d tests/fuzz/crashers/$$t 2>/dev/null) || rc=1; \
-	done; exit $$rc
-
-# Each target once over its seeds and saved crashers, no fuzzing (make test).
-fuzz-replay: setup
-	@scripts/setup fuzz
-	$(MAKE) $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
-	@rc=0; for t in $(FUZZ_TARGETS); do \
-	    echo "fuzz-replay: $$t" && \
-	    if UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/fuzz_$$t -runs=0 \
-		-timeout=20 $$(cat tests/fuzz/$$t.options 2>/dev/null) \
-		tests/fuzz/seeds/$$t $$(ls -d tests/fuzz/crashers/$$t \
-		2>/dev/null) >build-fuzz/replay-$$t.log 2>&1; then \
-		tail -1 build-fuzz/replay-$$t.log; \
-	    else rc=1; tail -40 build-fuzz/replay-$$t.log; fi; \
-	done; exit $$rc
-
-# CI (.ci/run, after make test): each target fuzzed FUZZ_CI_SECONDS from
-# the same start, as far as libFuzzer allows: -seed=1 and a fresh copy of
-# its seeds and saved crashers in $(BUILD)/fuzz-ci/<name> (what it finds
-# goes there, never into tests/).  One line per target; a crash fails it,
-# its input in build-fuzz/crash-<name>-*, its log in build-fuzz/ci-<name>.log.
-FUZZ_CI_SECONDS	?= 30
-
-fuzz-ci: setup
-	@scripts/setup fuzz
-	$(MAKE) $(FUZZ_TARGETS:%=build-fuzz/fuzz_%)
-	@rc=0; for t in $(FUZZ_TARGETS); do \
-	    c=$(BUILD)/fuzz-ci/$$t; log=build-fuzz/ci-$$t.log; \
-	    rm -rf $$c && mkdir -p $$c && cp tests/fuzz/seeds/$$t/* $$c/ && \
-	    if [ -d tests/fuzz/crashers/$$t ]; then \
-		cp tests/fuzz/crashers/$$t/* $$c/; fi; \
-	    n=$$(ls $$c | wc -l); \
-	    if UBSAN_OPTIONS=print_stacktrace=1 build-fuzz/fuzz_$$t -seed=1 \
-		-max_total_time=$(FUZZ_CI_SECONDS) -timeout=20 \
-		-print_final_stats=1 -artifact_prefix=build-fuzz/crash-$$t- \
-		$$(cat tests/fuzz/$$t.options 2>/dev/null) $$c >$$log 2>&1; then \
-		echo "fuzz-ci: $$t ok: $$(sed -n \
-		    's/^stat::number_of_executed_units: *//p' $$log) runs in" \
-		    "$(FUZZ_CI_SECONDS) s, corpus $$n -> $$(ls $$c | wc -l)"; \
-	    else rc=1; tail -40 $$log; \
-		echo "fuzz-ci: $$t FAILED (log $$log, input" \
-		    "build-fuzz/crash-$$t-*)"; fi; \
-	done; exit $$rc
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_CI_SECONDS=$(FUZZ_CI_SECONDS) \
+	    FUZZ_CI_DIR=$(BUILD)/fuzz-ci scripts/fuzz $@ $(FUZZ_TARGETS)
 
 clean:
 	rm -rf build build-asan build-fuzz run
