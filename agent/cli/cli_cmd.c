@@ -67,8 +67,7 @@ cli_cmd_health(struct cli *c)
 }
 
 /*
- * ps --terminals: the terminals route's reply as it came.  This agent has
- * no terminals yet: it answers 404, and tend exits 1 with its error.
+ * ps --terminals: the terminals route's reply (a JSON array) as it came.
  */
 static int
 cli_cmd_terminals(struct cli *c, struct cli_http *h)

@@ -94,8 +94,8 @@ static const struct opt cli_opts_ps[] = {
 	CLI_JSON_OPT("print the JSON array of statuses"),
 	CLI_STR("boot", 0, "BOOT", boot, "list an earlier boot's processes"),
 	CLI_FLAG("terminals", 0, terminals,
-	    "list terminals (GET /v1/terminals; this agent\n"
-	    "has none yet: the agent's 404, exit 1)"),
+	    "list terminals (GET /v1/terminals, the\n"
+	    "agent's JSON array as it came)"),
 	OPT_END
 };
 
