@@ -81,6 +81,11 @@ DEPS_multipart	:=
 DEPS_envd	:= api buf codec connect http user
 DEPS_api_envd	:= api buf codec connect envd follow http proc term
 DEPS_api_envd_fs	:= api api_files buf codec connect envd files fsutil http log multipart user watch
+# A module written in several files, one noun each, that call one another
+# (they share a private header): its other files, which link and are
+# counted with it.
+PARTS_http	:= http_conn http_parse http_reply
+PARTS_record	:= record_lost record_pool
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec
@@ -90,8 +95,12 @@ UNIT_SUITES := $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
 deps_closure = $(if $(1),$(call deps_closure,$(filter-out $(2) \
     $(firstword $(1)),$(wordlist 2,$(words $(1)),$(1)) \
     $(DEPS_$(firstword $(1)))),$(2) $(firstword $(1))),$(sort $(2)))
-# lib/<layer>/<m>.c of module <m>.
-mod_src = $(filter %/$(1).c,$(LIB_SRC))
+# lib/<layer>/<m>.c of module <m>, and its parts' files.
+mod_src = $(foreach f,$(1) $(PARTS_$(1)),$(filter %/$(f).c,$(LIB_SRC)))
+# Every module's name, a part's file not counted as one.
+ALL_PARTS := $(foreach v,$(filter PARTS_%,$(.VARIABLES)),$($(v)))
+LIB_MODS  := $(filter-out $(ALL_PARTS),$(foreach s,$(LIB_SRC),\
+    $(basename $(notdir $(s)))))
 unit_objs = $(foreach m,$(call deps_closure,$(1)),\
     $(patsubst %.c,$(BUILD)/%.o,$(call mod_src,$(m))))
 # Stops make if suite $(1) cannot be built: no line, or a cycle.
@@ -173,21 +182,21 @@ unit: $(BUILD)/unit
 # Each module's direct dependencies as nm finds them, in DEPS_ form;
 # "# here:" marks a line that the Makefile has otherwise (or not at all).
 # Then scripts/layers: no include, and no nm edge, runs up the layers.
-mod_of = $(basename $(notdir $(1)))
+# A module's parts count as the module.
+mod_objs = $(patsubst %.c,$(BUILD)/%.o,$(call mod_src,$(1)))
 deps: $(LIB_OBJ)
-	@for o in $(LIB_OBJ); do \
-	    nm -g --defined-only $$o | awk -v m=$$(basename $$o .o) \
+	@{ $(foreach m,$(LIB_MODS),for o in $(call mod_objs,$(m)); do \
+	    nm -g --defined-only $$o | awk -v m=$(m) \
 		'NF == 3 { print $$3, m }'; \
-	done | LC_ALL=C sort >$(BUILD)/lib/defs
-	@{ $(foreach s,$(LIB_SRC),\
-	    d=$$(nm -u $(BUILD)/$(s:.c=.o) | awk '{ print $$2 }' | \
+	done;) } | LC_ALL=C sort >$(BUILD)/lib/defs
+	@{ $(foreach m,$(LIB_MODS),\
+	    d=$$(nm -u $(call mod_objs,$(m)) | awk 'NF == 2 { print $$2 }' | \
 		LC_ALL=C sort -u | LC_ALL=C join - $(BUILD)/lib/defs | \
-		awk '$$2 != "$(call mod_of,$(s))" { print $$2 }' | sort -u | \
+		awk '$$2 != "$(m)" { print $$2 }' | sort -u | \
 		xargs); \
 	    h="$(strip $(if $(filter undefined,$(origin \
-		DEPS_$(call mod_of,$(s)))),none,$(sort \
-		$(DEPS_$(call mod_of,$(s))))))"; \
-	    printf 'DEPS_%s\t:=%s%s\n' $(call mod_of,$(s)) "$${d:+ $$d}" \
+		DEPS_$(m))),none,$(sort $(DEPS_$(m)))))"; \
+	    printf 'DEPS_%s\t:=%s%s\n' $(m) "$${d:+ $$d}" \
 		"$$([ "$$d" = "$$h" ] || echo "	# here: $$h")";) } \
 	    | tee $(BUILD)/lib/deps
 	@scripts/layers $(BUILD)/lib/deps

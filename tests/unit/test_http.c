@@ -1296,6 +1296,51 @@ START_TEST(query_decoding)
 }
 END_TEST
 
+/* The Range header's forms (RFC 9110 §14): what is served, or ignored. */
+START_TEST(range_parse)
+{
+	static const struct {
+		const char		*h;
+		uint64_t		 size;
+		enum http_range		 want;
+		uint64_t		 first, last;
+	} t[] = {
+		{ NULL, 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=0-4", 10, HTTP_RANGE_PART, 0, 4 },
+		{ "bytes=2-", 10, HTTP_RANGE_PART, 2, 9 },
+		{ "bytes=5-100", 10, HTTP_RANGE_PART, 5, 9 },
+		{ "bytes=-3", 10, HTTP_RANGE_PART, 7, 9 },
+		{ "bytes=-30", 10, HTTP_RANGE_PART, 0, 9 },
+		{ "BYTES= 9-9 ", 10, HTTP_RANGE_PART, 9, 9 },
+		{ "bytes=10-", 10, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=10-20", 10, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=-0", 10, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=0-", 0, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=-5", 0, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=5-2", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=0-1,3-4", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=a-b", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=-", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=1+2-3", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=99999999999999999999-", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "items=0-1", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=0-18446744073709551615", 10, HTTP_RANGE_PART, 0, 9 },
+	};
+	uint64_t	first, last;
+	size_t		i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		first = last = 777;
+		ck_assert_msg(http_range_parse(t[i].h, t[i].size, &first,
+		    &last) == t[i].want, "%s", t[i].h ? t[i].h : "NULL");
+		if (t[i].want == HTTP_RANGE_PART)
+			ck_assert_msg(first == t[i].first && last == t[i].last,
+			    "%s: %llu-%llu", t[i].h, (unsigned long long)first,
+			    (unsigned long long)last);
+	}
+}
+END_TEST
+
 static void
 check_headers(struct http_req *r)
 {
@@ -2318,6 +2363,7 @@ http_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, query_decoding);
 	tcase_add_test(tc, header_lookup);
+	tcase_add_test(tc, range_parse);
 	tcase_add_test(tc, request_dribbled);
 	suite_add_tcase(s, tc);
 
