@@ -19,6 +19,7 @@
 #include <http_parser.h>
 
 #include "base/buf.h"
+#include "chunked.h"
 #include "http.h"
 
 struct http_server {
@@ -53,6 +54,9 @@ struct http_parse {
 	bool			 bad_version;
 	bool			 head_done;	/* later headers are trailers */
 	bool			 keepalive;
+	bool			 chunked;	/* a chunked body: chunks checks it */
+	bool			 head_paused;	/* the parser stopped at its head */
+	struct chunked		 chunks;	/* its framing, read so far */
 };
 
 struct http_conn {

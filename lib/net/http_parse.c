@@ -1,7 +1,8 @@
 /*
- * http_parse.c: a connection's requests, parsed with http_parser and
- * routed through the server's table (http.h); the request accessors
- * (headers, query) and the Range header.
+ * http_parse.c: a connection's requests, parsed with http_parser (a
+ * chunked body's framing checked strictly first, chunked.h) and routed
+ * through the server's table (http.h); the request accessors (headers,
+ * query) and the Range header.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -70,6 +71,8 @@ http_req_reset(struct http_conn *c)
 	ps->bad_version = false;
 	ps->head_done = false;
 	ps->keepalive = false;
+	ps->chunked = false;
+	ps->head_paused = false;
 }
 
 /*
@@ -80,28 +83,46 @@ http_req_reset(struct http_conn *c)
 void
 http_conn_process(struct http_conn *c)
 {
+	struct http_parse	*ps = &c->ps;
 	size_t			 n;
 	enum http_errno		 err;
 
 	c->processing = true;
 	while (!c->dead && c->state == HC_READ && buf_avail(&c->in) > 0 &&
 	    !http_conn_out_full(c)) {
+		/* A chunked body: the parser reads what is framed soundly. */
+		n = buf_avail(&c->in);
+		if (ps->chunked && (n = chunked_scan(&ps->chunks,
+		    buf_head(&c->in), n)) == 0) {
+			http_bad_request(c);
+			break;
+		}
 		n = http_parser_execute(&c->parser, &http_settings,
-		    buf_head(&c->in), buf_avail(&c->in));
+		    buf_head(&c->in), n);
 		buf_consume(&c->in, n);
 		err = HTTP_PARSER_ERRNO(&c->parser);
-		if (c->ps.too_large) {
+		if (ps->too_large) {
 			http_fail_request(c);
 			http_reply_error(c, 413, "too_large",
 			    "request head or body too large");
 			break;
+		}
+		if (err == HPE_PAUSED && ps->head_paused) {
+			ps->head_paused = false;
+			http_parser_pause(&c->parser, 0);
+			continue;
 		}
 		if (err == HPE_PAUSED) {
 			http_parser_pause(&c->parser, 0);
 			http_dispatch(c);
 			continue;
 		}
-		if (err != HPE_OK) {
+		/*
+		 * The framing broke, or ended where the parser saw no end
+		 * (on_message_complete ends the check).
+		 */
+		if (err != HPE_OK || (ps->chunked &&
+		    (chunked_bad(&ps->chunks) || chunked_done(&ps->chunks)))) {
 			http_bad_request(c);
 			break;
 		}
@@ -133,6 +154,9 @@ http_bad_request(struct http_conn *c)
 	if (c->ps.bad_version)
 		http_reply_error(c, 400, "invalid_request",
 		    "unsupported HTTP version: only HTTP/1.0 and 1.1");
+	else if (err == HPE_OK || err == HPE_PAUSED)
+		http_reply_error(c, 400, "invalid_request",
+		    "malformed HTTP request: invalid chunked framing");
 	else if (err == HPE_HEADER_OVERFLOW)
 		http_reply_error(c, 413, "too_large", "request head too large");
 	else
@@ -246,9 +270,19 @@ on_headers_complete(http_parser *p)
 	c->req.method = http_method_str(p->method);
 	c->req_http10 = p->http_minor == 0;
 	ps->keepalive = http_should_keep_alive(p);
-	if (http_req_route(c) == -1)
+	if (http_req_route(c) == -1 || http_head_checks(c, p) == -1)
 		return -1;
-	return http_head_checks(c, p);
+	/*
+	 * A chunked body's framing is checked before the parser reads it
+	 * (chunked.h): the parser stops here, before the head's last byte,
+	 * so that the check begins with it.
+	 */
+	if ((p->flags & F_CHUNKED) && !p->upgrade) {
+		chunked_init(&ps->chunks, true);
+		ps->chunked = ps->head_paused = true;
+		http_parser_pause(p, 1);
+	}
+	return 0;
 }
 
 /*
@@ -356,6 +390,7 @@ on_message_complete(http_parser *p)
 	if (buf_add(&c->req.body, "", 1) == -1)
 		return -1;
 	c->req.body.len--;
+	c->ps.chunked = false;
 	http_parser_pause(p, 1);
 	return 0;
 }

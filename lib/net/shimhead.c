@@ -60,7 +60,7 @@ shimhead_parse(struct shimhead *h, const char *p, size_t n)
 
 	http_parser_init(&h->parser, HTTP_REQUEST);
 	h->parser.data = h;
-	h->done = h->headed = h->upgrade = false;
+	h->done = h->headed = h->upgrade = h->chunked = false;
 	k = http_parser_execute(&h->parser, &shimhead_settings, p, n - 1);
 	if (k != n - 1 || HTTP_PARSER_ERRNO(&h->parser) != HPE_OK ||
 	    h->headed)
@@ -227,12 +227,22 @@ shimhead_check(struct shimhead *h, const char *token, size_t token_len,
 		up->len = up->off + k;	/* nothing of it goes up */
 		return SHIMHEAD_DENIED;
 	}
+	if ((h->parser.flags & F_CHUNKED) && !h->done && !h->upgrade) {
+		chunked_init(&h->chunks, false);
+		h->chunked = true;
+	}
 	return SHIMHEAD_FORWARD;
 }
 
+/*
+ * A chunked body's bytes go to the parser as far as they are framed
+ * soundly: the shim reads the body's end where the agent does.
+ */
 size_t
 shimhead_body(struct shimhead *h, const char *p, size_t n)
 {
+	if (h->chunked && (n = chunked_scan(&h->chunks, p, n)) == 0)
+		return 0;
 	return http_parser_execute(&h->parser, &shimhead_settings, p, n);
 }
 

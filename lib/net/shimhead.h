@@ -8,7 +8,8 @@
  * the token (Authorization: Bearer, or X-Access-Token) on every token
  * line or asks for GET /health; the token lines are removed from what is
  * forwarded.  The same parser then runs over the body only to learn where
- * it ends.
+ * it ends, a chunked body's framing checked strictly first (chunked.h),
+ * as the agent checks it.
  */
 #ifndef TEND_SHIMHEAD_H
 #define TEND_SHIMHEAD_H
@@ -19,6 +20,7 @@
 #include <http_parser.h>
 
 #include "base/buf.h"
+#include "chunked.h"
 
 /* One client's request in progress, as the shim follows it. */
 struct shimhead {
@@ -26,6 +28,8 @@ struct shimhead {
 	bool		 headed;	/* the parser saw a head end */
 	bool		 done;		/* the parser saw a message end */
 	bool		 upgrade;	/* the head asks to switch protocols */
+	bool		 chunked;	/* its body's framing: chunks checks it */
+	struct chunked	 chunks;
 };
 
 enum shimhead_verdict {

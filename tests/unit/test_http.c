@@ -1583,6 +1583,51 @@ START_TEST(malformed_then_close)
 }
 END_TEST
 
+/*
+ * Chunked framing that a non-strict http_parser would take: no CRLF
+ * after a chunk's data, a bare LF, control bytes in an extension or a
+ * trailer.  Each is refused before its body reaches the route, and the
+ * request behind it is never served: a proxy that frames strictly would
+ * have read another body there.
+ */
+START_TEST(chunked_framing_strict)
+{
+#define BAD(s)	{ s, sizeof(s) - 1 }
+	static const struct {
+		const char	*s;
+		size_t		 n;
+	} bad[] = {
+		BAD("5\r\nhelloXX0\r\n\r\n"),
+		BAD("5\r\nhello\n0\r\n\r\n"),
+		BAD("5\nhello\r\n0\r\n\r\n"),
+		BAD("5;\x01\r\nhello\r\n0\r\n\r\n"),
+		BAD("5;a\nb\r\nhello\r\n0\r\n\r\n"),
+		BAD("0\r\nX: \x01\r\n\r\n"),
+		BAD("0\r\n\r*"),
+	};
+#undef BAD
+	struct client	*c;
+	struct resp	 r;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c = cl_open(sock_path);
+		cl_sendf(c, "POST /v1/body HTTP/1.1\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n");
+		ck_assert_int_eq(cl_send(c, bad[i].s, bad[i].n), 0);
+		(void)cl_send(c, "GET /hello?n=no HTTP/1.1\r\n\r\n", 28);
+		ck_assert_msg(cl_reply(c, &r), "case %zu: no reply", i);
+		ck_assert_msg(r.status == 400, "case %zu: %d", i, r.status);
+		assert_error(&r, 400, "invalid_request");
+		resp_free(&r);
+		ck_assert_msg(cl_closed(c), "case %zu: not closed", i);
+		cl_close(c);
+	}
+	ck_assert_str_eq(order, "");
+	ck_assert_uint_eq(got_body.len, 0);
+}
+END_TEST
+
 START_TEST(bad_http_version)
 {
 	static const char *const versions[] = {
@@ -2376,6 +2421,7 @@ http_suite(void)
 	tcase_add_test(tc, head_too_large);
 	tcase_add_test(tc, malformed_then_close);
 	tcase_add_test(tc, bad_http_version);
+	tcase_add_test(tc, chunked_framing_strict);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("request_bodies");

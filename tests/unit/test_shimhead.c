@@ -155,6 +155,13 @@ START_TEST(body_ends)
 	    SHIMHEAD_FORWARD);
 	ck_assert_uint_lt(shimhead_body(&h, "zz\r\nhello", 9), 9);
 	ck_assert(!h.done);
+	/* Framing a lenient parser would take ends the body where it breaks. */
+	ck_assert_int_eq(check(&h, "PUT /v1/x HTTP/1.1\r\nAuthorization: "
+	    "Bearer " TOKEN "\r\nTransfer-Encoding: chunked\r\n\r\n", &up),
+	    SHIMHEAD_FORWARD);
+	ck_assert_uint_eq(shimhead_body(&h, "5\r\nhelloXX0\r\n\r\n", 17), 8);
+	ck_assert(!h.done);
+	ck_assert_uint_eq(shimhead_body(&h, "XX0\r\n\r\n", 8), 0);
 	buf_free(&up);
 }
 END_TEST
