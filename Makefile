@@ -54,7 +54,8 @@ DEPS_logstore	:= codec
 DEPS_files	:= child codec fsutil spawn
 DEPS_spawn	:= fsutil user
 DEPS_tar	:= fsutil spawn
-DEPS_http	:= buf codec log
+DEPS_http	:= buf chunked codec log
+DEPS_chunked	:=
 DEPS_record	:= codec fsutil log logstore spawn
 DEPS_boot	:= codec fsutil log record
 DEPS_proc	:= boot buf codec log logstore record spawn wlist
@@ -66,7 +67,8 @@ DEPS_api_proc	:= api http log proc record
 DEPS_api_output	:= api buf codec follow http logstore proc record
 DEPS_api_exec	:= api api_output buf codec http logstore proc
 DEPS_api_health	:= api buf codec http log proc shimctl term
-DEPS_shim	:= log
+DEPS_shim	:= buf log shimhead
+DEPS_shimhead	:= buf chunked
 DEPS_shimctl	:= log spawn
 DEPS_term	:= boot buf codec log logstore pty record spawn wlist
 DEPS_api_term	:= api boot http record term
@@ -86,6 +88,11 @@ DEPS_envd	:= api buf codec connect http user
 DEPS_api_envd	:= api buf codec connect envd http proc term
 DEPS_api_envd_stream	:= api api_envd buf codec connect envd follow http proc term
 DEPS_api_envd_fs	:= api api_files buf codec connect envd files fsutil http log multipart user watch
+# A module written in several files, one noun each, that call one another
+# (they share a private header): its other files, which link and are
+# counted with it.
+PARTS_http	:= http_conn http_parse http_reply
+PARTS_record	:= record_lost record_pool
 # What a suite's own test code uses beyond its module (test helpers only).
 TEST_DEPS_pty	:= buf
 TEST_DEPS_api	:= api_proc api_output api_exec
@@ -95,8 +102,12 @@ UNIT_SUITES := $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
 deps_closure = $(if $(1),$(call deps_closure,$(filter-out $(2) \
     $(firstword $(1)),$(wordlist 2,$(words $(1)),$(1)) \
     $(DEPS_$(firstword $(1)))),$(2) $(firstword $(1))),$(sort $(2)))
-# lib/<layer>/<m>.c of module <m>.
-mod_src = $(filter %/$(1).c,$(LIB_SRC))
+# lib/<layer>/<m>.c of module <m>, and its parts' files.
+mod_src = $(foreach f,$(1) $(PARTS_$(1)),$(filter %/$(f).c,$(LIB_SRC)))
+# Every module's name, a part's file not counted as one.
+ALL_PARTS := $(foreach v,$(filter PARTS_%,$(.VARIABLES)),$($(v)))
+LIB_MODS  := $(filter-out $(ALL_PARTS),$(foreach s,$(LIB_SRC),\
+    $(basename $(notdir $(s)))))
 unit_objs = $(foreach m,$(call deps_closure,$(1)),\
     $(patsubst %.c,$(BUILD)/%.o,$(call mod_src,$(m))))
 # Stops make if suite $(1) cannot be built: no line, or a cycle.
@@ -162,21 +173,21 @@ unit: $(BUILD)/unit
 # Each module's direct dependencies as nm finds them, in DEPS_ form;
 # "# here:" marks a line that the Makefile has otherwise (or not at all).
 # Then scripts/layers: no include, and no nm edge, runs up the layers.
-mod_of = $(basename $(notdir $(1)))
+# A module's parts count as the module.
+mod_objs = $(patsubst %.c,$(BUILD)/%.o,$(call mod_src,$(1)))
 deps: $(LIB_OBJ)
-	@for o in $(LIB_OBJ); do \
-	    nm -g --defined-only $$o | awk -v m=$$(basename $$o .o) \
+	@{ $(foreach m,$(LIB_MODS),for o in $(call mod_objs,$(m)); do \
+	    nm -g --defined-only $$o | awk -v m=$(m) \
 		'NF == 3 { print $$3, m }'; \
-	done | LC_ALL=C sort >$(BUILD)/lib/defs
-	@{ $(foreach s,$(LIB_SRC),\
-	    d=$$(nm -u $(BUILD)/$(s:.c=.o) | awk '{ print $$2 }' | \
+	done;) } | LC_ALL=C sort >$(BUILD)/lib/defs
+	@{ $(foreach m,$(LIB_MODS),\
+	    d=$$(nm -u $(call mod_objs,$(m)) | awk 'NF == 2 { print $$2 }' | \
 		LC_ALL=C sort -u | LC_ALL=C join - $(BUILD)/lib/defs | \
-		awk '$$2 != "$(call mod_of,$(s))" { print $$2 }' | sort -u | \
+		awk '$$2 != "$(m)" { print $$2 }' | sort -u | \
 		xargs); \
 	    h="$(strip $(if $(filter undefined,$(origin \
-		DEPS_$(call mod_of,$(s)))),none,$(sort \
-		$(DEPS_$(call mod_of,$(s))))))"; \
-	    printf 'DEPS_%s\t:=%s%s\n' $(call mod_of,$(s)) "$${d:+ $$d}" \
+		DEPS_$(m))),none,$(sort $(DEPS_$(m)))))"; \
+	    printf 'DEPS_%s\t:=%s%s\n' $(m) "$${d:+ $$d}" \
 		"$$([ "$$d" = "$$h" ] || echo "	# here: $$h")";) } \
 	    | tee $(BUILD)/lib/deps
 	@scripts/layers $(BUILD)/lib/deps

@@ -430,17 +430,18 @@ af_send_file(struct http_conn *c, struct http_req *r, const struct af_req *q,
 	int		 status = 200, rc;
 
 	last = size - 1;
-	switch (files_range(http_header(r, "Range"), size, &first, &last)) {
-	case FILES_RANGE_FULL:
+	switch (http_range_parse(http_header(r, "Range"), size, &first,
+	    &last)) {
+	case HTTP_RANGE_FULL:
 		first = 0, last = size - 1;
 		break;
-	case FILES_RANGE_PART:
+	case HTTP_RANGE_PART:
 		status = 206;
 		buf_printf(&h, "Content-Range: bytes %llu-%llu/%llu\r\n",
 		    (unsigned long long)first, (unsigned long long)last,
 		    (unsigned long long)size);
 		break;
-	case FILES_RANGE_UNSATISFIABLE:
+	case HTTP_RANGE_UNSATISFIABLE:
 		close(fd);
 		buf_printf(&h, "Content-Range: bytes */%llu\r\n",
 		    (unsigned long long)size);

@@ -102,6 +102,21 @@ int	http_query_u64(struct http_req *, const char *key, uint64_t *);
 /* 1 or 0 for true/1/false/0, dflt when absent, -1 when malformed. */
 int	http_query_bool(struct http_req *, const char *key, int dflt);
 
+/* Which part of a body of size bytes a Range header asks for. */
+enum http_range {
+	HTTP_RANGE_FULL,	/* no Range, or one to ignore: 200, all */
+	HTTP_RANGE_PART,	/* 206, bytes *first..*last inclusive */
+	HTTP_RANGE_UNSATISFIABLE	/* 416, with Content-Range of the size */
+};
+/*
+ * A Range header's value (NULL: none) against a body of size bytes:
+ * "bytes=a-b", "bytes=a-", "bytes=-n".  Several ranges, other units and
+ * malformed values are ignored (FULL), as RFC 9110 allows.  Pure: it
+ * reads the string only.
+ */
+enum http_range http_range_parse(const char *hdr, uint64_t size,
+	    uint64_t *first, uint64_t *last);
+
 /* Complete responses. */
 void	http_reply(struct http_conn *, int status, const char *ctype,
 	    const void *body, size_t len);

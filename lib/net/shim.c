@@ -11,10 +11,14 @@
  * the client (splice), and what the agent sent from a file (an ended
  * record's raw stream) is never copied on the way.
  *
- * Only request heads are parsed.  The parser then runs over the body only
- * to learn where it ends (Content-Length or chunked framing); the body's
- * bytes are forwarded as they were, and the reply is never parsed at all:
- * the agent's own framing reaches the client unchanged.
+ * Only request heads are parsed, checked and rewritten (shimhead.c).  The
+ * parser then runs over the body only to learn where it ends
+ * (Content-Length or chunked framing); the body's bytes are forwarded as
+ * they were, and the reply is never parsed at all: the agent's own
+ * framing reaches the client unchanged.
+ *
+ * The three buffers are bufs of a fixed size, allocated once: they are
+ * never grown (shim_room, shim_add), which bounds a connection's memory.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -30,21 +34,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
-#include <http_parser.h>
-
+#include "base/buf.h"
 #include "base/log.h"
 #include "base/tunables.h"
 #include "base/util.h"
 #include "shim.h"
-
-/* Bytes of one direction in flight, the remainder of `in` excepted. */
-struct shim_io {
-	char	*data;
-	size_t	 off, len, cap;
-};
+#include "shimhead.h"
 
 enum shim_mode {
 	SHIM_HEAD,	/* collecting a request head in `in` */
@@ -62,17 +59,14 @@ struct shim_conn {
 	ev_io			 crd, cwr, ard, awr;
 	ev_timer		 timer;		/* a head taking too long */
 	enum shim_mode		 mode;
-	http_parser		 parser;
-	bool			 headed;	/* the parser saw a head end */
-	bool			 done;		/* the parser saw a message end */
-	bool			 upgrade;
+	struct shimhead		 req;		/* the request in progress */
 	bool			 c_eof, a_eof;	/* that side sends no more */
 	bool			 a_shut;	/* shutdown(afd, SHUT_WR) done */
 	/* SHIM_DENY: the shim's own answer, once the agent's are out. */
 	int			 rstatus;
 	const char		*rcode, *rmsg, *rextra;
 	bool			 rhead;		/* the refused request is HEAD */
-	struct shim_io		 in, up, down;
+	struct buf		 in, up, down;	/* fixed sizes: never grown */
 	/*
 	 * The agent's bytes moved by the kernel, never copied: a pipe,
 	 * made at need.  Its slots may fill before its bytes do (a slot
@@ -102,7 +96,6 @@ static void	shim_conn_free(struct shim_conn *);
 static void	shim_conn_update(struct shim_conn *);
 static void	shim_process(struct shim_conn *);
 static int	shim_head(struct shim_conn *, size_t);
-static int	shim_parse_head(struct shim_conn *, const char *, size_t);
 static void	shim_too_large(struct shim_conn *);
 static void	shim_refuse(struct shim_conn *, int, const char *,
 		    const char *, const char *);
@@ -112,46 +105,39 @@ static void	shim_cwr_cb(struct ev_loop *, ev_io *, int);
 static void	shim_ard_cb(struct ev_loop *, ev_io *, int);
 static void	shim_awr_cb(struct ev_loop *, ev_io *, int);
 static void	shim_timer_cb(struct ev_loop *, ev_timer *, int);
-static int	shim_on_headers(http_parser *);
-static int	shim_on_complete(http_parser *);
 
-static const http_parser_settings shim_settings = {
-	.on_headers_complete = shim_on_headers,
-	.on_message_complete = shim_on_complete,
-};
-
-#define io_room(b)	((b)->cap - (b)->off - (b)->len)
-#define io_head(b)	((b)->data + (b)->off)
-
-static void
-io_consume(struct shim_io *b, size_t n)
-{
-	b->off += n;
-	b->len -= n;
-	if (b->len == 0)
-		b->off = 0;
-}
-
-/* Room at the end, moving what is left to the front when that helps. */
+/*
+ * Room at the end of b, moving what is left to the front when that
+ * helps: asking buf for no more than its capacity lacks moves the bytes
+ * and never grows it.
+ */
 static size_t
-io_compact(struct shim_io *b)
+shim_room(struct buf *b)
 {
-	if (b->off > 0 && io_room(b) < b->cap / 2) {
-		memmove(b->data, b->data + b->off, b->len);
-		b->off = 0;
-	}
-	return io_room(b);
+	if (b->off > 0 && b->cap - b->len < b->cap / 2)
+		(void)buf_reserve(b, b->cap - buf_avail(b));
+	return b->cap - b->len;
 }
 
+/* Append within the buffer's size: -1 and ENOBUFS when it is full. */
 static int
-io_add(struct shim_io *b, const void *p, size_t n)
+shim_add(struct buf *b, const void *p, size_t n)
 {
-	if (io_compact(b) < n) {
+	if (shim_room(b) < n) {
 		errno = ENOBUFS;
 		return -1;
 	}
-	memcpy(b->data + b->off + b->len, p, n);
-	b->len += n;
+	return buf_add(b, p, n);
+}
+
+/* A buffer of a fixed size n: allocated whole, never grown. */
+static int
+shim_buf_init(struct buf *b, size_t n)
+{
+	if ((b->data = malloc(n)) == NULL)
+		return -1;
+	b->cap = n;
+	b->off = b->len = 0;
 	return 0;
 }
 
@@ -308,19 +294,17 @@ shim_conn_new(struct shim *s, int fd)
 	struct shim_conn	*c;
 
 	if ((c = calloc(1, sizeof(*c))) == NULL ||
-	    (c->in.data = malloc(SHIM_IN_BUF)) == NULL ||
-	    (c->up.data = malloc(SHIM_BUF)) == NULL ||
-	    (c->down.data = malloc(SHIM_BUF)) == NULL) {
+	    shim_buf_init(&c->in, SHIM_IN_BUF) == -1 ||
+	    shim_buf_init(&c->up, SHIM_BUF) == -1 ||
+	    shim_buf_init(&c->down, SHIM_BUF) == -1) {
 		if (c != NULL) {
-			free(c->in.data);
-			free(c->up.data);
+			buf_free(&c->in);
+			buf_free(&c->up);
 		}
 		free(c);
 		close(fd);
 		return;
 	}
-	c->in.cap = SHIM_IN_BUF;
-	c->up.cap = c->down.cap = SHIM_BUF;
 	c->shim = s;
 	c->cfd = fd;
 	c->afd = -1;
@@ -363,9 +347,9 @@ shim_conn_free(struct shim_conn *c)
 		close(c->pr);
 		close(c->pw);
 	}
-	free(c->in.data);
-	free(c->up.data);
-	free(c->down.data);
+	buf_free(&c->in);
+	buf_free(&c->up);
+	buf_free(&c->down);
 	free(c);
 }
 
@@ -373,7 +357,7 @@ shim_conn_free(struct shim_conn *c)
 static size_t
 shim_down_len(const struct shim_conn *c)
 {
-	return c->down.len + c->plen;
+	return buf_avail(&c->down) + c->plen;
 }
 
 /*
@@ -385,7 +369,7 @@ shim_down_len(const struct shim_conn *c)
 static bool
 shim_to_pipe(const struct shim_conn *c)
 {
-	return !c->nopipe && c->down.len == 0 && (c->mode == SHIM_HEAD ||
+	return !c->nopipe && buf_avail(&c->down) == 0 && (c->mode == SHIM_HEAD ||
 	    c->mode == SHIM_BODY || c->mode == SHIM_SPLICE);
 }
 
@@ -445,7 +429,7 @@ shim_conn_update(struct shim_conn *c)
 		goto gone;
 	/* The client's half-close travels on once its bytes did. */
 	if (c->afd != -1 && (c->c_eof || c->mode == SHIM_DENY) &&
-	    c->up.len == 0 && !c->a_shut) {
+	    buf_avail(&c->up) == 0 && !c->a_shut) {
 		(void)shutdown(c->afd, SHUT_WR);
 		c->a_shut = true;
 	}
@@ -454,10 +438,10 @@ shim_conn_update(struct shim_conn *c)
 	switch (c->mode) {
 	case SHIM_HEAD:
 	case SHIM_BODY:
-		reading = reading && io_room(&c->in) + c->in.off > 0;
+		reading = reading && c->in.cap - buf_avail(&c->in) > 0;
 		break;
 	case SHIM_SPLICE:
-		reading = reading && io_compact(&c->up) > 0;
+		reading = reading && shim_room(&c->up) > 0;
 		break;
 	default:
 		reading = false;
@@ -468,8 +452,8 @@ shim_conn_update(struct shim_conn *c)
 		shim_io_set(c, &c->ard, !c->a_eof &&
 		    (shim_to_pipe(c) && c->pr != -1 ?
 		    !c->pfull && c->plen < c->pcap :
-		    io_compact(&c->down) > 0));
-		shim_io_set(c, &c->awr, c->up.len > 0);
+		    shim_room(&c->down) > 0));
+		shim_io_set(c, &c->awr, buf_avail(&c->up) > 0);
 	}
 	return;
 gone:
@@ -521,9 +505,9 @@ shim_refuse(struct shim_conn *c, int status, const char *code,
 	c->rcode = code;
 	c->rmsg = msg;
 	c->rextra = extra;
-	c->rhead = c->parser.method == HTTP_HEAD;
+	c->rhead = shimhead_is_head(&c->req);
 	c->mode = SHIM_DENY;
-	c->in.len = c->in.off = 0;
+	buf_reset(&c->in);
 	if (c->afd == -1)
 		c->a_eof = true;
 }
@@ -543,177 +527,15 @@ shim_reply(struct shim_conn *c)
 	    c->rstatus == 502 ? "Bad Gateway" :
 	    c->rstatus == 431 ? "Request Header Fields Too Large" :
 	    "Bad Request", bn, c->rextra != NULL ? c->rextra : "");
-	(void)io_add(&c->down, head, hn);
+	(void)shim_add(&c->down, head, hn);
 	/* A reply to HEAD has the head only (its length says the body's). */
 	if (!c->rhead)
-		(void)io_add(&c->down, body, bn);
+		(void)shim_add(&c->down, body, bn);
 	c->mode = SHIM_CLOSING;
 }
 
 /* ------------------------------------------------------------------ */
 /* Request heads                                                       */
-
-static int
-shim_on_complete(http_parser *p)
-{
-	struct shim_conn	*c = p->data;
-
-	c->done = true;
-	http_parser_pause(p, 1);
-	return 0;
-}
-
-static int
-shim_on_headers(http_parser *p)
-{
-	struct shim_conn	*c = p->data;
-
-	c->headed = true;
-	return 0;
-}
-
-/*
- * Run a fresh parser over the head h[0, n).  The parser, not the scan
- * for an empty line, is what the agent runs: the two must agree that the
- * head ends at its last byte, or what the shim checked and stripped is
- * not what the agent reads.  They can differ: http_parser, built without
- * HTTP_PARSER_STRICT, takes any byte after the CR of the empty line for
- * its LF, so "GET /health HTTP/1.1\r\n\r*GET /v1/... HTTP/1.1\r\n\r\n"
- * is one head to the scan and two requests to the agent (the second one
- * unchecked).  So the head is fed but for its last byte, which must be
- * the one that completes the parser's head.  -1: malformed or not one
- * head.
- */
-static int
-shim_parse_head(struct shim_conn *c, const char *h, size_t n)
-{
-	size_t	k;
-
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
-	c->done = c->headed = false;
-	k = http_parser_execute(&c->parser, &shim_settings, h, n - 1);
-	if (k != n - 1 || HTTP_PARSER_ERRNO(&c->parser) != HPE_OK ||
-	    c->headed)
-		return -1;
-	k = http_parser_execute(&c->parser, &shim_settings, h + n - 1, 1);
-	if (k != 1 || !c->headed || (HTTP_PARSER_ERRNO(&c->parser) != HPE_OK &&
-	    HTTP_PARSER_ERRNO(&c->parser) != HPE_PAUSED))
-		return -1;
-	return 0;
-}
-
-/* The end of the head in in[0, n): just past its empty line; 0: none. */
-static size_t
-shim_head_end(const char *p, size_t n)
-{
-	size_t	i;
-
-	for (i = 1; i < n; i++) {
-		if (p[i] != '\n')
-			continue;
-		if (p[i - 1] == '\n')
-			return i + 1;
-		if (i >= 2 && p[i - 1] == '\r' && p[i - 2] == '\n')
-			return i + 1;
-	}
-	return 0;
-}
-
-/* Constant time over equal lengths: nothing about the token leaks. */
-static bool
-shim_token_ok(const struct shim_config *cfg, const char *v, size_t n)
-{
-	unsigned char	diff = 0;
-	size_t		i;
-
-	while (n > 0 && (*v == ' ' || *v == '\t'))
-		v++, n--;
-	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-		n--;
-	if (cfg->token == NULL || n != cfg->token_len)
-		return false;
-	for (i = 0; i < n; i++)
-		diff |= (unsigned char)v[i] ^ (unsigned char)cfg->token[i];
-	return diff == 0;
-}
-
-/*
- * Whether the header line p[0, n) carries the token, and where its value
- * starts (*v, *vn: up to the line's end, CR LF removed): "Authorization:
- * Bearer T" or envd's "X-Access-Token: T".  Another Authorization scheme
- * (envd's Basic names its user) is not a token: it goes on unchanged.
- */
-static bool
-shim_token_line(const char *p, size_t n, const char **v, size_t *vn)
-{
-	static const char	auth[] = "authorization:", xat[] = "x-access-token:";
-	size_t			k;
-
-	if (n > sizeof(xat) - 1 && strncasecmp(p, xat, sizeof(xat) - 1) == 0)
-		k = sizeof(xat) - 1;
-	else if (n > sizeof(auth) - 1 &&
-	    strncasecmp(p, auth, sizeof(auth) - 1) == 0)
-		k = sizeof(auth) - 1;
-	else
-		return false;
-	*v = p + k;
-	*vn = n - k;
-	while (*vn > 0 && ((*v)[*vn - 1] == '\n' || (*v)[*vn - 1] == '\r'))
-		(*vn)--;
-	if (k == sizeof(xat) - 1)
-		return true;
-	while (*vn > 0 && (**v == ' ' || **v == '\t'))
-		(*v)++, (*vn)--;
-	if (*vn < 6 || strncasecmp(*v, "bearer", 6) != 0)
-		return false;
-	/*
-	 * Whatever starts "Bearer" is a token line, never forwarded; one
-	 * without a blank after it ("Bearer", "Bearerx") carries no token.
-	 */
-	if (*vn > 6 && ((*v)[6] == ' ' || (*v)[6] == '\t')) {
-		*v += 6;
-		*vn -= 6;
-	} else
-		*vn = 0;
-	return true;
-}
-
-/*
- * Copy the head h[0, n) to `up` without the lines that carry the token
- * (and their obsolete continuations); *auth tells whether there was one
- * at least and every one of them carried the right token (a folded one
- * never does).
- */
-static void
-shim_strip(struct shim_conn *c, const char *h, size_t n, bool *auth)
-{
-	const char	*line, *nl, *v;
-	size_t		 len, vn;
-	bool		 in_tok = false, ok = true;
-	int		 seen = 0;
-
-	for (line = h; line < h + n; line = nl + 1) {
-		nl = memchr(line, '\n', h + n - line);
-		len = nl - line + 1;
-		if (line != h && (line[0] == ' ' || line[0] == '\t')) {
-			if (in_tok) {
-				ok = false;	/* folded: never a match */
-				continue;
-			}
-		} else
-			in_tok = line != h && shim_token_line(line, len, &v,
-			    &vn);
-		if (!in_tok) {
-			(void)io_add(&c->up, line, len);
-			continue;
-		}
-		seen++;
-		if (!shim_token_ok(&c->shim->cfg, v, vn))
-			ok = false;
-	}
-	*auth = seen > 0 && ok;
-}
 
 /*
  * A whole head of n bytes at the front of `in`: check it, strip it,
@@ -723,55 +545,42 @@ shim_strip(struct shim_conn *c, const char *h, size_t n, bool *auth)
 static int
 shim_head(struct shim_conn *c, size_t n)
 {
-	const char	*h = io_head(&c->in);
-	size_t		 k;
-	bool		 auth, open;
+	const struct shim_config *cfg = &c->shim->cfg;
+	size_t		 k = buf_avail(&c->up);
 
-	if (io_compact(&c->up) < n)
+	if (shim_room(&c->up) < n)
 		return -1;
-	if (shim_parse_head(c, h, n) == -1) {
+	switch (shimhead_check(&c->req, cfg->token, cfg->token_len,
+	    buf_head(&c->in), n, &c->up)) {
+	case SHIMHEAD_FORWARD:
+		break;
+	case SHIMHEAD_MALFORMED:
 		shim_refuse(c, 400, "bad_request", "malformed request head",
 		    NULL);
 		return 0;
-	}
-	/*
-	 * The agent would answer it 400 and close: what was sent after it
-	 * would get no reply, and an answer of the shim's own to a later
-	 * request would be taken for theirs.  Refused here, it ends the
-	 * connection in order.
-	 */
-	if (c->parser.http_major != 1 || c->parser.http_minor > 1) {
+	case SHIMHEAD_VERSION:
 		shim_refuse(c, 400, "bad_request",
 		    "unsupported HTTP version: only HTTP/1.0 and 1.1", NULL);
 		return 0;
-	}
-	open = c->parser.method == HTTP_GET && (strncmp(h, "GET /health ",
-	    12) == 0 || strncmp(h, "GET /health?", 12) == 0);
-	c->upgrade = c->parser.upgrade;
-	k = c->up.len;
-	shim_strip(c, h, n, &auth);
-	if (c->shim->cfg.token == NULL)
-		auth = true;
-	if (!auth && !open) {
-		c->up.len = k;	/* nothing of it goes up */
+	case SHIMHEAD_DENIED:
 		shim_refuse(c, 401, "unauthorized",
 		    "missing or invalid bearer token",
 		    "WWW-Authenticate: Bearer\r\n");
 		return 0;
 	}
-	io_consume(&c->in, n);
+	buf_consume(&c->in, n);
 	if (c->afd == -1 && shim_connect(c) == -1) {
-		c->up.len = k;
+		c->up.len = c->up.off + k;	/* nothing of it goes up */
 		log_warn("event=agent_unavailable socket=%s",
 		    c->shim->cfg.socket);
 		shim_refuse(c, 502, "agent_unavailable",
 		    "the agent does not answer", NULL);
 		return 0;
 	}
-	if (c->upgrade)
+	if (c->req.upgrade)
 		c->mode = SHIM_UPGRADE;
 	else
-		c->mode = c->done ? SHIM_HEAD : SHIM_BODY;
+		c->mode = c->req.done ? SHIM_HEAD : SHIM_BODY;
 	if (c->mode == SHIM_HEAD)
 		ev_timer_again(c->shim->loop, &c->timer);
 	else
@@ -785,22 +594,22 @@ shim_body(struct shim_conn *c)
 {
 	size_t	n, k;
 
-	n = c->in.len < io_compact(&c->up) ? c->in.len : io_room(&c->up);
+	n = buf_avail(&c->in) < shim_room(&c->up) ? buf_avail(&c->in) :
+	    shim_room(&c->up);
 	if (n == 0)
 		return;
-	k = http_parser_execute(&c->parser, &shim_settings, io_head(&c->in),
-	    n);
-	if (c->done) {
+	k = shimhead_body(&c->req, buf_head(&c->in), n);
+	if (c->req.done) {
 		c->mode = SHIM_HEAD;
 		ev_timer_again(c->shim->loop, &c->timer);
 	} else if (k != n) {
 		/* Bad framing: the agent gets what was sound, then EOF. */
 		c->mode = SHIM_CLOSING;
 		c->c_eof = true;
-		c->in.len = 0;
+		c->in.len = c->in.off + k;
 	}
-	(void)io_add(&c->up, io_head(&c->in), k);
-	io_consume(&c->in, k);
+	(void)shim_add(&c->up, buf_head(&c->in), k);
+	buf_consume(&c->in, k);
 }
 
 /*
@@ -810,10 +619,7 @@ shim_body(struct shim_conn *c)
 static void
 shim_too_large(struct shim_conn *c)
 {
-	http_parser_init(&c->parser, HTTP_REQUEST);
-	c->parser.data = c;
-	(void)http_parser_execute(&c->parser, &shim_settings, io_head(&c->in),
-	    HTTP_MAX_HEAD);
+	shimhead_too_large(&c->req, buf_head(&c->in), HTTP_MAX_HEAD);
 	shim_refuse(c, 431, "head_too_large", "request head too large", NULL);
 }
 
@@ -824,26 +630,19 @@ shim_process(struct shim_conn *c)
 	size_t	n, before;
 
 	for (;;) {
-		before = c->in.len;
+		before = buf_avail(&c->in);
 		if (before == 0)
 			break;
 		if (c->mode == SHIM_HEAD) {
-			/*
-			 * Empty lines before a request line are skipped, as
-			 * http_parser skips them (RFC 9112 §2.2): a scan that
-			 * took them for an empty head would refuse a request
-			 * the client and the agent both see.
-			 */
-			for (n = 0; n < c->in.len && (io_head(&c->in)[n] ==
-			    '\r' || io_head(&c->in)[n] == '\n'); n++)
-				;
-			io_consume(&c->in, n);
-			if (c->in.len == 0)
+			/* Empty lines before a request line are skipped. */
+			buf_consume(&c->in, shimhead_blank(buf_head(&c->in),
+			    buf_avail(&c->in)));
+			if (buf_avail(&c->in) == 0)
 				break;
-			n = shim_head_end(io_head(&c->in), c->in.len >
-			    HTTP_MAX_HEAD ? HTTP_MAX_HEAD : c->in.len);
+			n = shimhead_end(buf_head(&c->in), buf_avail(&c->in) >
+			    HTTP_MAX_HEAD ? HTTP_MAX_HEAD : buf_avail(&c->in));
 			if (n == 0) {
-				if (c->in.len >= HTTP_MAX_HEAD)
+				if (buf_avail(&c->in) >= HTTP_MAX_HEAD)
 					shim_too_large(c);
 				break;
 			}
@@ -853,11 +652,11 @@ shim_process(struct shim_conn *c)
 			shim_body(c);
 		else
 			break;
-		if (c->in.len == before && c->mode != SHIM_HEAD)
+		if (buf_avail(&c->in) == before && c->mode != SHIM_HEAD)
 			break;
 	}
 	if (c->mode == SHIM_CLOSING)
-		c->in.len = c->in.off = 0;
+		buf_reset(&c->in);
 }
 
 /* ------------------------------------------------------------------ */
@@ -867,13 +666,13 @@ static void
 shim_crd_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
 	struct shim_conn	*c = container_of(w, struct shim_conn, crd);
-	struct shim_io		*b;
+	struct buf		*b;
 	ssize_t			 n;
 
 	(void)loop;
 	(void)revents;
 	b = c->mode == SHIM_SPLICE ? &c->up : &c->in;
-	n = read(c->cfd, b->data + b->off + b->len, io_compact(b));
+	n = read(c->cfd, b->data + b->len, shim_room(b));
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -883,8 +682,8 @@ shim_crd_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->c_eof = true;
 		if (c->mode != SHIM_SPLICE) {
 			/* Nothing more is coming that could use a reply. */
-			if (c->mode == SHIM_HEAD && c->in.len > 0)
-				c->in.len = c->in.off = 0;
+			if (c->mode == SHIM_HEAD && buf_avail(&c->in) > 0)
+				buf_reset(&c->in);
 		}
 	} else
 		b->len += n;
@@ -907,7 +706,7 @@ shim_cwr_cb(struct ev_loop *loop, ev_io *w, int revents)
 		n = splice(c->pr, NULL, c->cfd, NULL, c->plen,
 		    SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	else
-		n = write(c->cfd, io_head(&c->down), c->down.len);
+		n = write(c->cfd, buf_head(&c->down), buf_avail(&c->down));
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -918,7 +717,7 @@ shim_cwr_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->plen -= n;
 		c->pfull = false;
 	} else
-		io_consume(&c->down, n);
+		buf_consume(&c->down, n);
 	shim_conn_update(c);
 }
 
@@ -932,12 +731,12 @@ static void
 shim_upgraded(struct shim_conn *c)
 {
 	static const char	ok[] = "HTTP/1.1 101";
-	size_t			n = c->down.len < sizeof(ok) - 1 ?
-				    c->down.len : sizeof(ok) - 1;
+	size_t			n = buf_avail(&c->down) < sizeof(ok) - 1 ?
+				    buf_avail(&c->down) : sizeof(ok) - 1;
 
-	if (memcmp(io_head(&c->down), ok, n) != 0) {
+	if (memcmp(buf_head(&c->down), ok, n) != 0) {
 		c->mode = SHIM_CLOSING;
-		c->in.len = c->in.off = 0;
+		buf_reset(&c->in);
 		if (!c->a_shut) {
 			(void)shutdown(c->afd, SHUT_WR);
 			c->a_shut = true;
@@ -947,8 +746,8 @@ shim_upgraded(struct shim_conn *c)
 	if (n < sizeof(ok) - 1)
 		return;
 	c->mode = SHIM_SPLICE;
-	(void)io_add(&c->up, io_head(&c->in), c->in.len);
-	c->in.len = c->in.off = 0;
+	(void)shim_add(&c->up, buf_head(&c->in), buf_avail(&c->in));
+	buf_reset(&c->in);
 }
 
 static void
@@ -960,8 +759,8 @@ shim_ard_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (!shim_pipe_ok(c))
-		n = read(c->afd, c->down.data + c->down.off + c->down.len,
-		    io_compact(&c->down));
+		n = read(c->afd, c->down.data + c->down.len,
+		    shim_room(&c->down));
 	else if ((n = splice(c->afd, NULL, c->pw, NULL, c->pcap - c->plen,
 	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK)) > 0) {
 		c->plen += n;
@@ -975,8 +774,8 @@ shim_ard_cb(struct ev_loop *loop, ev_io *w, int revents)
 	} else if (n == -1 && errno == EINVAL && c->plen == 0) {
 		/* A socket the kernel cannot splice from: read it. */
 		c->nopipe = true;
-		n = read(c->afd, c->down.data + c->down.off + c->down.len,
-		    io_compact(&c->down));
+		n = read(c->afd, c->down.data + c->down.len,
+		    shim_room(&c->down));
 	}
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
@@ -1001,17 +800,17 @@ shim_awr_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	n = write(c->afd, io_head(&c->up), c->up.len);
+	n = write(c->afd, buf_head(&c->up), buf_avail(&c->up));
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
 		/* The agent stopped reading for good: it will close. */
-		c->up.len = c->up.off = 0;
+		buf_reset(&c->up);
 		c->c_eof = c->a_shut = true;
 		shim_conn_update(c);
 		return;
 	}
-	io_consume(&c->up, n);
+	buf_consume(&c->up, n);
 	/* Room again in `up`: heads or body bytes held in `in` move. */
 	shim_process(c);
 	shim_conn_update(c);
@@ -1028,7 +827,7 @@ shim_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (c->mode == SHIM_HEAD && (c->in.len > 0 || c->afd == -1)) {
+	if (c->mode == SHIM_HEAD && (buf_avail(&c->in) > 0 || c->afd == -1)) {
 		shim_conn_free(c);
 		return;
 	}

@@ -6,49 +6,34 @@
  * (a terminal's "output"; the logstore adds its index) — and every write and read of those files: a live record's
  * meta and status (status_failed while the state dir refuses them, so
  * that its owner can retry), the store's files given back and reopened,
- * the read-only open of an earlier boot's record, marking lost records,
- * the directories made ahead (.spare on the loop, .spares by a child),
- * and the syncfs child.  What a status says is its owner's (proc).
+ * the read-only open of an earlier boot's record, the directory made
+ * ahead on the loop (.spare), and the syncfs child.  The directories
+ * made ahead by a child are record_pool.c's, the marking of lost records
+ * record_lost.c's (record_int.h).  What a status says is its owner's
+ * (proc).
  */
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "base/codec.h"
 #include "base/fsutil.h"
-#include "base/log.h"
 #include "base/tunables.h"
-#include "record.h"
+#include "record_int.h"
 #include "sys/spawn.h"
 
-#define RECORD_META	"meta.json"
-#define RECORD_STATUS	"status.json"
 #define RECORD_SPARE	".spare"	/* in the boot's directory */
-#define RECORD_POOLDIR	".spares"	/* beside it: struct record_pool */
-#define RECORD_POOLNEW	"new"		/* in it, the child's */
 
 static const char *const record_streams[LS_NSTREAMS] = { "stdout", "stderr" };
 static const char *const record_term_streams[1] = { "output" };
 
-/* What differs between the kinds of records: their streams and fields. */
-static const struct record_kind_desc {
-	const char *const *streams;
-	int		 nstreams;
-	const char	*state;		/* the status field of the state */
-	const char	*size[LS_NSTREAMS];	/* fields of stream sizes */
-	const char	*created;	/* meta's created_at as a status field */
-	const char	*what;
-} record_kinds[] = {
+const struct record_kind_desc record_kinds[] = {
 	[RECORD_PROC] = { record_streams, LS_NSTREAMS, "state",
 	    { "stdoutBytes", "stderrBytes" }, "startedAt", "process" },
 	[RECORD_TERM] = { record_term_streams, 1, "status",
@@ -59,23 +44,12 @@ static int	record_dir(struct record *);
 static void	record_dir_done(struct record *, int);
 static int	record_mkdir(struct record *);
 static int	record_spare_take(struct record *);
-static int	record_pool_take(struct record *);
-static int	record_pool_open(struct record_dir *);
-static int	record_pool_make(int, unsigned, unsigned);
 static void	record_spare_close(struct record_spare *);
 static void	record_tmp_drop(struct record *, bool *, const char *);
 static int	record_spare_recycle(struct record *);
 static int	record_spare_empty(struct record_spare *);
 static int	record_spare_keep(struct record_spare *, const char *);
 static int	record_open_store(struct record *, uint64_t);
-static int	record_opendir(int, const char *);
-static DIR	*record_opendirs(int);
-static cJSON	*record_read_json(int, const char *);
-static cJSON	*record_status_from_meta(const struct record_kind_desc *,
-		    int, const char *, const char *);
-static void	record_lose(const struct record_kind_desc *, int,
-		    const char *, const char *, const char *, cJSON *);
-static void	record_set_size(cJSON *, int, const char *, const char *);
 
 /* ------------------------------------------------------------------ */
 /* A live record */
@@ -546,200 +520,6 @@ record_spare_take(struct record *r)
 }
 
 /* ------------------------------------------------------------------ */
-/* The pool: directories made ahead by a child */
-
-int
-record_pool_want(const struct record_dir *d, double now)
-{
-	const struct record_pool *q = &d->pool;
-
-	if (q->off || d->fd == -1 || d->err != 0 || d->kind != RECORD_PROC ||
-	    now < q->again)
-		return -1;
-	return q->pid == 0 && q->end - q->next <= RECORD_POOL_LOW;
-}
-
-/*
- * The next one, renamed to the record's ID without replacing: its fd,
- * the record taking its temps; -1 when there is none (a taken name, as
- * for the spare, is left to the usual way, which refuses it).
- */
-static int
-record_pool_take(struct record *r)
-{
-	struct record_dir	*d = r->dir;
-	struct record_pool	*q = &d->pool;
-	char			 name[16];
-	int			 fd, err;
-
-	if (!q->made || q->off || q->next == q->end)
-		return -1;
-	snprintf(name, sizeof(name), "%u", q->next);
-	if ((fd = fsutil_open(q->fd, name, O_RDONLY | O_DIRECTORY, 0)) == -1) {
-		/* Not made yet, or gone: see struct record_pool. */
-		if (errno == ENOENT && q->pid == 0)
-			q->next++;
-		return -1;
-	}
-	if (renameat2(q->fd, name, d->fd, r->id, RENAME_NOREPLACE) == -1) {
-		err = errno;
-		close(fd);
-		if (err == EINVAL || err == ENOSYS || err == EPERM)
-			q->off = true;
-		else if (faccessat(q->fd, name, F_OK, AT_SYMLINK_NOFOLLOW) ==
-		    -1 && errno == ENOENT)
-			q->next++;	/* gone meanwhile */
-		errno = err;
-		return -1;
-	}
-	q->next++;
-	r->metatmp = r->statustmp = true;
-	return fd;
-}
-
-/*
- * .spares open, made (anew, if one is there) beside the records
- * directory; one removed under us (the boot's directory) is made again.
- */
-static int
-record_pool_open(struct record_dir *d)
-{
-	struct record_pool	*q = &d->pool;
-	struct stat		 st;
-	int			 pfd, fd, err;
-
-	if (q->made && fstat(q->fd, &st) == 0 && st.st_nlink > 0)
-		return 0;
-	if (q->made) {
-		close(q->fd);
-		q->made = false;
-		q->next = q->end;
-	}
-	if ((pfd = openat(d->fd, "..", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) == -1)
-		return -1;
-	fd = fsutil_mkdir_anew(pfd, RECORD_POOLDIR);
-	err = errno;
-	close(pfd);
-	if (fd == -1) {
-		errno = err;
-		return -1;
-	}
-	q->fd = fd;
-	q->made = true;
-	return 0;
-}
-
-int
-record_pool_fill(struct record_dir *d, double now)
-{
-	struct record_pool	*q = &d->pool;
-	pid_t			 pid;
-	int			 keep;
-
-	if (q->pid != 0) {
-		errno = EBUSY;
-		return -1;
-	}
-	if (record_pool_open(d) == -1)
-		goto fail;
-	keep = q->fd;
-	if ((pid = spawn_helper(&keep, 1)) == -1)
-		goto fail;
-	if (pid == 0) {
-		(void)setpriority(PRIO_PROCESS, 0, RECORD_POOL_NICE);
-		_exit(record_pool_make(q->fd, q->end, RECORD_POOL));
-	}
-	q->pid = pid;
-	q->from = q->end;
-	q->end += RECORD_POOL;
-	return 0;
-fail:
-	q->again = now + RECORD_POOL_RETRY;
-	return -1;
-}
-
-/*
- * The child's work: n directories from the name from on, each whole in
- * new/ before it is renamed into the pool.  0, or an errno (the exit
- * status).
- */
-static int
-record_pool_make(int poolfd, unsigned from, unsigned n)
-{
-	char		name[16];
-	unsigned	i;
-	int		newfd, fd, rc = 0;
-
-	if ((mkdirat(poolfd, RECORD_POOLNEW, 0700) == -1 && errno != EEXIST) ||
-	    (newfd = fsutil_open(poolfd, RECORD_POOLNEW, O_RDONLY |
-	    O_DIRECTORY, 0)) == -1)
-		return errno;
-	for (i = from; i != from + n && rc == 0; i++) {
-		snprintf(name, sizeof(name), "%u", i);
-		/* One left by a child that failed on it: made anew. */
-		if ((fd = fsutil_mkdir_anew(newfd, name)) == -1)
-			return errno;
-		rc = fsutil_tmp_make(fd, RECORD_META) == -1 ||
-		    fsutil_tmp_make(fd, RECORD_STATUS) == -1 ||
-		    renameat(newfd, name, poolfd, name) == -1 ? errno : 0;
-		close(fd);
-	}
-	return rc;
-}
-
-/*
- * What a child that failed made stays to be taken (every one in .spares
- * is whole); the pool ends at the first name it did not make.
- */
-bool
-record_pool_reaped(struct record_dir *d, pid_t pid, int wstatus, double now)
-{
-	struct record_pool	*q = &d->pool;
-	char			 name[16];
-	unsigned		 n;
-
-	if (pid <= 0 || pid != q->pid)
-		return false;
-	q->pid = 0;
-	if (q->off || (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0))
-		return true;
-	log_warnx("event=spares_failed err=\"%s\"", WIFEXITED(wstatus) ?
-	    strerror(WEXITSTATUS(wstatus)) : "killed");
-	q->again = now + RECORD_POOL_RETRY;
-	/* From its first name, or from the next if launches took past it. */
-	for (n = q->next - q->from < q->end - q->from ? q->next : q->from;
-	    n != q->end; n++) {
-		snprintf(name, sizeof(name), "%u", n);
-		if (faccessat(q->fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == -1)
-			break;
-	}
-	q->end = n;
-	return true;
-}
-
-void
-record_pool_drop(struct record_dir *d)
-{
-	struct record_pool	*q = &d->pool;
-	int			 pfd;
-
-	q->off = true;
-	/* Still its pid until reaped: not an orphan then. */
-	if (q->pid > 0)
-		(void)kill(q->pid, SIGKILL);
-	if (!q->made)
-		return;
-	if ((pfd = openat(q->fd, "..", O_RDONLY | O_DIRECTORY |
-	    O_CLOEXEC)) != -1) {
-		(void)fsutil_rmtree(pfd, RECORD_POOLDIR);
-		close(pfd);
-	}
-	close(q->fd);
-	q->made = false;
-}
-
-/* ------------------------------------------------------------------ */
 /* Earlier boots' records */
 
 /*
@@ -767,7 +547,7 @@ record_id_valid(const char *id)
 }
 
 /* A record's directory under procsfd, never through a link. */
-static int
+int
 record_opendir(int procsfd, const char *id)
 {
 	if (!record_id_valid(id)) {
@@ -781,7 +561,7 @@ record_opendir(int procsfd, const char *id)
  * The records of a procs directory, for readdir: an open of its own (a
  * dup would share, and leave at the end, the caller's offset).
  */
-static DIR *
+DIR *
 record_opendirs(int procsfd)
 {
 	DIR	*d;
@@ -811,7 +591,7 @@ record_status_text(int procsfd, const char *id, size_t *len)
 }
 
 /* A file of the record parsed, or NULL. */
-static cJSON *
+cJSON *
 record_read_json(int dfd, const char *name)
 {
 	cJSON	*j;
@@ -878,132 +658,6 @@ record_list(int procsfd, const char *state)
 	}
 	closedir(d);
 	return a;
-}
-
-/* ------------------------------------------------------------------ */
-/* Lost records */
-
-/*
- * A record whose boot ended while it was running (or before its first
- * status was written) can never get a real exit: say so, once.
- */
-void
-record_mark_lost(int procsfd, const char *boot)
-{
-	record_mark_lost_kind(RECORD_PROC, procsfd, boot);
-}
-
-void
-record_mark_lost_kind(enum record_kind kind, int procsfd, const char *boot)
-{
-	const struct record_kind_desc *k = &record_kinds[kind];
-	struct dirent	*de;
-	const cJSON	*state;
-	char		 now[TIME_MAX];
-	cJSON		*j;
-	DIR		*d;
-	int		 dfd;
-
-	if ((d = record_opendirs(procsfd)) == NULL)
-		return;
-	codec_time(now, codec_now_ms());
-	while ((de = readdir(d)) != NULL) {
-		/* A link planted as a record is none: never written through. */
-		if ((dfd = record_opendir(procsfd, de->d_name)) == -1)
-			continue;
-		j = record_read_json(dfd, RECORD_STATUS);
-		state = cJSON_GetObjectItemCaseSensitive(j, k->state);
-		if (j != NULL && cJSON_IsString(state) &&
-		    strcmp(state->valuestring, "running") != 0)
-			cJSON_Delete(j);
-		else
-			record_lose(k, dfd, de->d_name, boot, now, j);
-		close(dfd);
-	}
-	closedir(d);
-}
-
-/* Write the lost status of one record: from its last status j, or its meta. */
-static void
-record_lose(const struct record_kind_desc *k, int dfd, const char *id,
-    const char *boot, const char *now, cJSON *j)
-{
-	char	 msg[160], *s;
-	cJSON	*err;
-	int	 i;
-
-	if (j == NULL)
-		j = record_status_from_meta(k, dfd, id, boot);
-	snprintf(msg, sizeof(msg), "the agent of boot %s stopped before the "
-	    "%s ended; its exit is unknown", boot, k->what);
-	cJSON_DeleteItemFromObjectCaseSensitive(j, k->state);
-	cJSON_AddStringToObject(j, k->state, "error");
-	err = cJSON_CreateObject();
-	cJSON_AddStringToObject(err, "code", "lost");
-	cJSON_AddStringToObject(err, "message", msg);
-	cJSON_DeleteItemFromObjectCaseSensitive(j, "error");
-	cJSON_AddItemToObject(j, "error", err);
-	cJSON_DeleteItemFromObjectCaseSensitive(j, "endedAt");
-	cJSON_AddStringToObject(j, "endedAt", now);
-	/* The last status may predate the output: count the files. */
-	for (i = 0; i < k->nstreams; i++)
-		record_set_size(j, dfd, k->streams[i], k->size[i]);
-	if ((s = cJSON_PrintUnformatted(j)) != NULL) {
-		if (fsutil_write_atomic(dfd, RECORD_STATUS, s, strlen(s),
-		    true) == -1)
-			log_warn("event=lost_write_failed boot=%s id=%s", boot,
-			    id);
-		else
-			log_info("event=%s_lost boot=%s id=%s", k->what, boot,
-			    id);
-	}
-	free(s);
-	cJSON_Delete(j);
-}
-
-static void
-record_set_size(cJSON *j, int dfd, const char *file, const char *field)
-{
-	struct stat	st;
-
-	/* A link planted as the file tells nothing of the record. */
-	if (fstatat(dfd, file, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
-	    !S_ISREG(st.st_mode))
-		return;
-	cJSON_DeleteItemFromObjectCaseSensitive(j, field);
-	cJSON_AddNumberToObject(j, field, (double)st.st_size);
-}
-
-/*
- * A record that never got its first status (its agent died within the
- * first moments): what meta.json says of it.
- */
-static cJSON *
-record_status_from_meta(const struct record_kind_desc *k, int dfd,
-    const char *id, const char *boot)
-{
-	const struct {
-		const char	*meta, *status;
-	} fields[] = {
-		{ "argv", "command" }, { "cwd", "cwd" },
-		{ "created_at", k->created }, { "tags", "tags" },
-	};
-	const cJSON	*x;
-	cJSON		*j, *m;
-	size_t		 i;
-
-	j = cJSON_CreateObject();
-	cJSON_AddStringToObject(j, "id", id);
-	m = record_read_json(dfd, RECORD_META);
-	for (i = 0; m != NULL && i < sizeof(fields) / sizeof(fields[0]); i++)
-		if ((x = cJSON_GetObjectItemCaseSensitive(m, fields[i].meta)))
-			cJSON_AddItemToObject(j, fields[i].status,
-			    cJSON_Duplicate(x, 1));
-	cJSON_Delete(m);
-	cJSON_AddStringToObject(j, "bootId", boot);
-	if (k == &record_kinds[RECORD_PROC])
-		cJSON_AddNumberToObject(j, "droppedBytes", 0);
-	return j;
 }
 
 /* ------------------------------------------------------------------ */

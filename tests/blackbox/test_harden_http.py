@@ -305,6 +305,44 @@ class TestControlBytesAndUtf8(AgentTestCase):
         self.assertIn("\u00e9", j["error"], "valid text around bad bytes is kept")
 
 
+class TestChunkedFramingStrict(AgentTestCase):
+    """Issue 25, item 15: chunked framing is read strictly.  http_parser
+    built without HTTP_PARSER_STRICT (Debian's) takes any byte where the
+    CRLF after a chunk's data belongs, and control bytes in a chunk
+    extension; a proxy in front that frames strictly would read another
+    body, and another request after it, than the agent."""
+
+    HEAD = (b"POST /v1/processes HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n")
+
+    def body(self, pid):
+        return json.dumps({"argv": ["true"], "id": pid}).encode()
+
+    def test_lenient_framing_refused(self):
+        a = self.agent()
+        cases = {
+            "nocrlf": lambda b: b"%x\r\n%sXX0\r\n\r\n" % (len(b), b),
+            "ctlext": lambda b: b"%x;\x01\r\n%s\r\n0\r\n\r\n" % (len(b), b),
+            "lfext": lambda b: b"%x;a\nb\r\n%s\r\n0\r\n\r\n" % (len(b), b),
+            "ctltrailer": lambda b: b"%x\r\n%s\r\n0\r\nX: \x02\r\n\r\n" % (len(b), b),
+        }
+        for name, frame in cases.items():
+            r = a.raw_response(self.HEAD + frame(self.body(name)))
+            self.assertIsNotNone(r, name)
+            self.assertEqual(r.status, 400, "%s: %r" % (name, r))
+            self.assertEqual(r.json.get("code"), "invalid_request", name)
+        self.assertEqual(a.get("/v1/processes").json, [],
+                         "a body framed leniently was read and launched")
+        # Sound framing, with an extension and a trailer, still launches.
+        b = self.body("sound")
+        r = a.raw_response(self.HEAD + b"%x;ext=1\r\n%s\r\n0\r\nX-T: 1\r\n\r\n"
+                           % (len(b), b))
+        self.assertIsNotNone(r)
+        self.assertIn(r.status, (200, 201), r)
+        self.assertEqual([p["id"] for p in a.get("/v1/processes").json], ["sound"])
+
+
 if __name__ == "__main__":
     import unittest
     unittest.main()

@@ -1,9 +1,14 @@
 /*
- * fuzz_shim: a TCP client's byte stream, cut into pieces, through the
- * real shim (lib/shim.c) to the real HTTP server on a unix socket.
+ * fuzz_shim: a TCP client's byte stream, first through the shim's pure
+ * request-head check (lib/net/shimhead.c) alone, then cut into pieces
+ * through the real shim (lib/net/shim.c) to the real HTTP server on a
+ * unix socket.
  *
  * Input: byte 0 chooses how the rest is delivered, as in fuzz_http; the
- * rest is what the client sends.  The shim checks each request head's
+ * rest is what the client sends.  Without sockets: each head the check
+ * forwards must be one well-formed head to a fresh parser (the agent's
+ * view) with the same framing, and carry no token line; a refused one
+ * must add nothing.  Through the shim: it checks each request head's
  * token, removes it and forwards the request; what comes back must be a
  * well-formed sequence of HTTP/1.1 responses (the shim's own 400, 401
  * and 502 included), the shim must never crash, leak or hang, and once
@@ -17,8 +22,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/buf.h"
+#include "base/tunables.h"
 #include "fuzzsrv.h"
 #include "net/shim.h"
+#include "net/shimhead.h"
 
 #define FUZZ_SHIM_TOKEN		"fuzz-token"
 #define FUZZ_SHIM_TURNS		1000	/* after the exchange, until closed */
@@ -28,6 +36,8 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 
 static void	fs_health(struct http_conn *, struct http_req *);
 static void	fs_echo(struct http_conn *, struct http_req *);
+static void	fs_pure(const uint8_t *, size_t);
+static void	fs_agent_view(const struct shimhead *, const struct buf *);
 
 static const struct http_route fs_routes[] = {
 	{ "GET",	"/health",	fs_health, NULL },
@@ -66,6 +76,93 @@ fs_echo(struct http_conn *c, struct http_req *r)
 	}
 	http_reply(c, 200, "application/octet-stream", r->body.data,
 	    r->body.len);
+}
+
+/*
+ * A head as forwarded: one head to a fresh check (no token asked), of
+ * the same framing as the client's, and no line of it a token's.
+ */
+static void
+fs_agent_view(const struct shimhead *h, const struct buf *up)
+{
+	struct shimhead	 h2;
+	struct buf	 again = { 0 };
+	const char	*p = buf_head(up), *end = p + buf_avail(up), *nl, *v;
+
+	if (buf_reserve(&again, buf_avail(up)) == NULL)
+		abort();
+	if (shimhead_check(&h2, NULL, 0, p, buf_avail(up), &again) !=
+	    SHIMHEAD_FORWARD || h2.done != h->done ||
+	    h2.upgrade != h->upgrade) {
+		fprintf(stderr, "fuzz_shim: forwarded head reads otherwise: "
+		    "%.*s\n", (int)buf_avail(up), p);
+		abort();
+	}
+	buf_free(&again);
+	for (; p < end && (nl = memchr(p, '\n', end - p)) != NULL;
+	    p = nl + 1) {
+		if (strncasecmp(p, "x-access-token:", 15) == 0)
+			goto leak;
+		if (strncasecmp(p, "authorization:", 14) != 0)
+			continue;
+		for (v = p + 14; v < nl && (*v == ' ' || *v == '\t'); v++)
+			;
+		if (nl - v >= 6 && strncasecmp(v, "bearer", 6) == 0)
+			goto leak;
+	}
+	return;
+leak:
+	fprintf(stderr, "fuzz_shim: token line forwarded: %.*s\n",
+	    (int)(nl - p), p);
+	abort();
+}
+
+/* The client's bytes through the head check as shim.c runs it. */
+static void
+fs_pure(const uint8_t *d, size_t n)
+{
+	const char		*p = (const char *)d;
+	enum shimhead_verdict	 v;
+	struct shimhead		 h;
+	struct buf		 up = { 0 };
+	size_t			 off = 0, e, lim;
+	bool			 body = false;
+
+	while (off < n) {
+		if (body) {
+			off += shimhead_body(&h, p + off, n - off);
+			if (!h.done)
+				break;	/* all of it, or bad framing */
+			body = false;
+			continue;
+		}
+		off += shimhead_blank(p + off, n - off);
+		lim = n - off < HTTP_MAX_HEAD ? n - off : HTTP_MAX_HEAD;
+		if ((e = shimhead_end(p + off, lim)) == 0) {
+			if (n - off >= HTTP_MAX_HEAD)
+				shimhead_too_large(&h, p + off, HTTP_MAX_HEAD);
+			break;
+		}
+		buf_reset(&up);
+		if (buf_reserve(&up, e) == NULL)
+			abort();
+		v = shimhead_check(&h, FUZZ_SHIM_TOKEN,
+		    strlen(FUZZ_SHIM_TOKEN), p + off, e, &up);
+		if (v == SHIMHEAD_DENIED && buf_avail(&up) != 0) {
+			fprintf(stderr, "fuzz_shim: refused head went up\n");
+			abort();
+		}
+		if (v != SHIMHEAD_FORWARD)
+			break;
+		if (buf_avail(&up) > e)
+			abort();
+		fs_agent_view(&h, &up);
+		off += e;
+		if (h.upgrade)
+			break;
+		body = !h.done;
+	}
+	buf_free(&up);
 }
 
 int
@@ -109,6 +206,7 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 
 	if (n == 0)
 		return 0;
+	fs_pure(d + 1, n - 1);
 	memset(&o, 0, sizeof(o));
 	o.pieces = 1 + (d[0] & 7);
 	o.halfclose = (d[0] & 8) != 0;

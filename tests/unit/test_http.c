@@ -1296,6 +1296,51 @@ START_TEST(query_decoding)
 }
 END_TEST
 
+/* The Range header's forms (RFC 9110 §14): what is served, or ignored. */
+START_TEST(range_parse)
+{
+	static const struct {
+		const char		*h;
+		uint64_t		 size;
+		enum http_range		 want;
+		uint64_t		 first, last;
+	} t[] = {
+		{ NULL, 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=0-4", 10, HTTP_RANGE_PART, 0, 4 },
+		{ "bytes=2-", 10, HTTP_RANGE_PART, 2, 9 },
+		{ "bytes=5-100", 10, HTTP_RANGE_PART, 5, 9 },
+		{ "bytes=-3", 10, HTTP_RANGE_PART, 7, 9 },
+		{ "bytes=-30", 10, HTTP_RANGE_PART, 0, 9 },
+		{ "BYTES= 9-9 ", 10, HTTP_RANGE_PART, 9, 9 },
+		{ "bytes=10-", 10, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=10-20", 10, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=-0", 10, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=0-", 0, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=-5", 0, HTTP_RANGE_UNSATISFIABLE, 0, 0 },
+		{ "bytes=5-2", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=0-1,3-4", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=a-b", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=-", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=1+2-3", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=99999999999999999999-", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "items=0-1", 10, HTTP_RANGE_FULL, 0, 0 },
+		{ "bytes=0-18446744073709551615", 10, HTTP_RANGE_PART, 0, 9 },
+	};
+	uint64_t	first, last;
+	size_t		i;
+
+	for (i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		first = last = 777;
+		ck_assert_msg(http_range_parse(t[i].h, t[i].size, &first,
+		    &last) == t[i].want, "%s", t[i].h ? t[i].h : "NULL");
+		if (t[i].want == HTTP_RANGE_PART)
+			ck_assert_msg(first == t[i].first && last == t[i].last,
+			    "%s: %llu-%llu", t[i].h, (unsigned long long)first,
+			    (unsigned long long)last);
+	}
+}
+END_TEST
+
 static void
 check_headers(struct http_req *r)
 {
@@ -1535,6 +1580,51 @@ START_TEST(malformed_then_close)
 		cl_close(c);
 	}
 	ck_assert_str_eq(order, "");
+}
+END_TEST
+
+/*
+ * Chunked framing that a non-strict http_parser would take: no CRLF
+ * after a chunk's data, a bare LF, control bytes in an extension or a
+ * trailer.  Each is refused before its body reaches the route, and the
+ * request behind it is never served: a proxy that frames strictly would
+ * have read another body there.
+ */
+START_TEST(chunked_framing_strict)
+{
+#define BAD(s)	{ s, sizeof(s) - 1 }
+	static const struct {
+		const char	*s;
+		size_t		 n;
+	} bad[] = {
+		BAD("5\r\nhelloXX0\r\n\r\n"),
+		BAD("5\r\nhello\n0\r\n\r\n"),
+		BAD("5\nhello\r\n0\r\n\r\n"),
+		BAD("5;\x01\r\nhello\r\n0\r\n\r\n"),
+		BAD("5;a\nb\r\nhello\r\n0\r\n\r\n"),
+		BAD("0\r\nX: \x01\r\n\r\n"),
+		BAD("0\r\n\r*"),
+	};
+#undef BAD
+	struct client	*c;
+	struct resp	 r;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c = cl_open(sock_path);
+		cl_sendf(c, "POST /v1/body HTTP/1.1\r\n"
+		    "Transfer-Encoding: chunked\r\n\r\n");
+		ck_assert_int_eq(cl_send(c, bad[i].s, bad[i].n), 0);
+		(void)cl_send(c, "GET /hello?n=no HTTP/1.1\r\n\r\n", 28);
+		ck_assert_msg(cl_reply(c, &r), "case %zu: no reply", i);
+		ck_assert_msg(r.status == 400, "case %zu: %d", i, r.status);
+		assert_error(&r, 400, "invalid_request");
+		resp_free(&r);
+		ck_assert_msg(cl_closed(c), "case %zu: not closed", i);
+		cl_close(c);
+	}
+	ck_assert_str_eq(order, "");
+	ck_assert_uint_eq(got_body.len, 0);
 }
 END_TEST
 
@@ -2318,6 +2408,7 @@ http_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, query_decoding);
 	tcase_add_test(tc, header_lookup);
+	tcase_add_test(tc, range_parse);
 	tcase_add_test(tc, request_dribbled);
 	suite_add_tcase(s, tc);
 
@@ -2330,6 +2421,7 @@ http_suite(void)
 	tcase_add_test(tc, head_too_large);
 	tcase_add_test(tc, malformed_then_close);
 	tcase_add_test(tc, bad_http_version);
+	tcase_add_test(tc, chunked_framing_strict);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("request_bodies");
