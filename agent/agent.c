@@ -30,6 +30,7 @@
 #include "api/api_health.h"
 #include "api/api_output.h"
 #include "api/api_proc.h"
+#include "api/api_tar.h"
 #include "api/api_term.h"
 #include "api/api_watch.h"
 #include "api/bridge/api_bridge.h"
@@ -61,6 +62,7 @@ static const struct http_route *const agent_routes[] = {
 	api_output_routes,
 	api_exec_routes,
 	api_files_routes,
+	api_tar_routes,
 	api_watch_routes,
 	api_term_routes,
 	api_sandbox_routes,
@@ -74,6 +76,7 @@ static const struct http_route *const agent_routes[] = {
 static const struct http_route *const agent_bridge_routes[] = {
 	api_sandbox_bridge_routes,
 	api_files_bridge_routes,
+	api_tar_bridge_routes,
 	api_term_bridge_routes,
 	NULL
 };

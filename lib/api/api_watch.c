@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "api_errno.h"
 #include "api_files.h"
 #include "api_watch.h"
 #include "base/codec.h"
@@ -199,20 +200,21 @@ aw_pump(struct aw_reader *rd)
 static void
 aw_fail(struct http_conn *c, const char *abs, int err)
 {
-	struct files_err	 e = files_errmap(err);
+	const struct api_errno	*e = api_errno(err);
+	int			 status = e->status;
 	cJSON			*j;
 
 	if (err == EMFILE || err == ENOSPC || err == ENFILE)
 		j = http_error_obj("busy", "watch '%s': the watch limit is "
-		    "reached", abs), e.status = 503;
-	else if (e.outside)
-		j = http_error_obj(e.code, "path '%s' is outside the files "
+		    "reached", abs), status = 503;
+	else if (e->outside)
+		j = http_error_obj(e->code, "path '%s' is outside the files "
 		    "root", abs);
 	else
-		j = http_error_obj(e.code, "watch '%s': %s", abs,
+		j = http_error_obj(e->code, "watch '%s': %s", abs,
 		    strerror(err));
 	cJSON_AddStringToObject(j, "errno", codec_errno_name(err));
-	http_reply_json(c, e.status, j);
+	http_reply_json(c, status, j);
 }
 
 static void
