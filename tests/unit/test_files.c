@@ -70,7 +70,7 @@ teardown(void)
 	tu_rmtree(base_path);
 }
 
-/* PUT rel holding s, whole, through the files_put calls. */
+/* PUT rel holding s, whole, through the upload calls. */
 static void
 put_all(const char *rel, const char *s, int mode, bool *created)
 {

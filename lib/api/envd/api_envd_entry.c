@@ -27,8 +27,8 @@ void
 api_envd_entry_perm(mode_t m, char out[24])
 {
 	static const char	rwx[] = "rwxrwxrwx";
-	char			*o = out;
-	int			 i;
+	char	*o = out;
+	int	 i;
 
 	/* Go's type letters, in its order: d L D p S u g c t. */
 	if (S_ISDIR(m))
@@ -183,9 +183,9 @@ api_envd_entry_reply(struct http_conn *c, const char *what,
     const struct api_envd_req_path *p)
 {
 	struct api_envd_entry_names	*nm;
-	struct envd_err		 e;
-	cJSON			*j = NULL, *ent = NULL;
-	int			 err = ENOMEM;
+	struct envd_err			 e;
+	cJSON				*j = NULL, *ent = NULL;
+	int				 err = ENOMEM;
 
 	if ((nm = calloc(1, sizeof(*nm))) != NULL &&
 	    (ent = api_envd_entry(&api_of(c)->files->root, p, nm)) == NULL)

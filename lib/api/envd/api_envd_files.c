@@ -59,8 +59,8 @@ struct api_envd_files_up {
 	int			 status;	/* of the first failure, or 0 */
 	char			 msg[API_ERR_MSG_MAX];
 	char			 qpath[PATH_MAX];	/* ?path=, or "" */
-	struct api_envd_req_path		 p;
-	struct upload	 put;
+	struct api_envd_req_path p;
+	struct upload		 put;
 	cJSON			*done;		/* the reply's entries */
 };
 
@@ -146,12 +146,12 @@ api_envd_files_user(struct http_conn *c, struct http_req *r,
 void
 api_envd_files_get(struct http_conn *c, struct http_req *r)
 {
-	struct envd_user	 u;
-	struct envd_err		 e;
-	struct api_envd_req_path		 p;
-	struct stat		 st;
-	char			 q[PATH_MAX];
-	int			 fd;
+	struct envd_user		 u;
+	struct envd_err			 e;
+	struct api_envd_req_path	 p;
+	struct stat			 st;
+	char				 q[PATH_MAX];
+	int				 fd;
 
 	if (api_envd_files_user(c, r, &u, &e) == -1) {
 		api_envd_files_err(c, 401, "%s", e.message);
@@ -234,10 +234,12 @@ static struct api_envd_files_up *
 api_envd_files_up_new(struct http_conn *c, struct http_req *r)
 {
 	struct api_envd_files_up	*up;
-	struct envd_err	 e;
-	const char	*ct = http_header(r, "Content-Type");
-	const char	*ce = http_header(r, "Content-Encoding");
-	char		 b[MULTIPART_BOUNDARY_MAX + 1];
+	struct envd_err			 e;
+	const char			*ct, *ce;
+	char				 b[MULTIPART_BOUNDARY_MAX + 1];
+
+	ct = http_header(r, "Content-Type");
+	ce = http_header(r, "Content-Encoding");
 
 	if ((up = calloc(1, sizeof(*up))) == NULL)
 		return NULL;

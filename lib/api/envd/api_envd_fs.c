@@ -37,10 +37,10 @@ static void	api_envd_fs_remove(struct http_conn *, struct http_req *);
 static void
 api_envd_fs_stat(struct http_conn *c, struct http_req *r)
 {
-	struct envd_user	 u;
-	struct envd_err		 e;
-	struct api_envd_req_path		 p;
-	cJSON			*j;
+	struct envd_user		 u;
+	struct envd_err			 e;
+	struct api_envd_req_path	 p;
+	cJSON				*j;
 
 	if ((j = api_envd_req_unary(c, r, &u, &e)) == NULL ||
 	    api_envd_req_field(c, &u, j, "path", &p, &e) == -1) {
@@ -56,12 +56,12 @@ api_envd_fs_stat(struct http_conn *c, struct http_req *r)
 static void
 api_envd_fs_makedir(struct http_conn *c, struct http_req *r)
 {
-	const struct files_root	*root = &api_of(c)->files->root;
-	struct envd_user	 u;
-	struct envd_err		 e;
-	struct api_envd_req_path		 p;
-	struct stat		 st;
-	cJSON			*j;
+	const struct files_root		*root = &api_of(c)->files->root;
+	struct envd_user		 u;
+	struct envd_err			 e;
+	struct api_envd_req_path	 p;
+	struct stat			 st;
+	cJSON				*j;
 
 	if ((j = api_envd_req_unary(c, r, &u, &e)) == NULL ||
 	    api_envd_req_field(c, &u, j, "path", &p, &e) == -1)
@@ -91,11 +91,11 @@ fail:
 static void
 api_envd_fs_move(struct http_conn *c, struct http_req *r)
 {
-	const struct files_root	*root = &api_of(c)->files->root;
-	struct envd_user	 u;
-	struct envd_err		 e;
-	struct api_envd_req_path		 from, to;
-	cJSON			*j;
+	const struct files_root		*root = &api_of(c)->files->root;
+	struct envd_user		 u;
+	struct envd_err			 e;
+	struct api_envd_req_path	 from, to;
+	cJSON				*j;
 
 	if ((j = api_envd_req_unary(c, r, &u, &e)) == NULL ||
 	    api_envd_req_field(c, &u, j, "source", &from, &e) == -1 ||
@@ -120,10 +120,10 @@ fail:
 
 /* A ListDir on its way: the directory, the entries made so far. */
 struct api_envd_fs_lister {
-	const struct files_root	*root;
+	const struct files_root		*root;
 	const struct api_envd_req_path	*dir;
 	struct api_envd_entry_names	*nm;
-	cJSON			*ents;
+	cJSON				*ents;
 	struct api_envd_req_path failed;	/* the entry that failed */
 };
 
@@ -133,8 +133,8 @@ api_envd_fs_list_one(void *arg, const char *name, const struct stat *st,
     const char *target)
 {
 	struct api_envd_fs_lister	*l = arg;
-	struct api_envd_req_path		 sub;
-	cJSON			*ent;
+	struct api_envd_req_path	 sub;
+	cJSON				*ent;
 
 	(void)st;
 	(void)target;
@@ -159,16 +159,16 @@ api_envd_fs_list_one(void *arg, const char *name, const struct stat *st,
 static void
 api_envd_fs_listdir(struct http_conn *c, struct http_req *r)
 {
-	const struct files_root	*root = &api_of(c)->files->root;
+	const struct files_root		*root = &api_of(c)->files->root;
 	struct api_envd_fs_lister	 l;
-	struct envd_user	 u;
-	struct envd_err		 e;
-	struct api_envd_req_path		 p;
-	struct stat		 st;
-	const cJSON		*d;
-	cJSON			*j, *out = NULL;
-	double			 depth = 1;
-	bool			 truncated = false;
+	struct envd_user		 u;
+	struct envd_err			 e;
+	struct api_envd_req_path	 p;
+	struct stat			 st;
+	const cJSON			*d;
+	cJSON				*j, *out = NULL;
+	double				 depth = 1;
+	bool				 truncated = false;
 
 	memset(&l, 0, sizeof(l));
 	if ((j = api_envd_req_unary(c, r, &u, &e)) == NULL ||
@@ -231,10 +231,10 @@ fail:
 static void
 api_envd_fs_remove(struct http_conn *c, struct http_req *r)
 {
-	struct envd_user	 u;
-	struct envd_err		 e;
-	struct api_envd_req_path		 p;
-	cJSON			*j;
+	struct envd_user		 u;
+	struct envd_err			 e;
+	struct api_envd_req_path	 p;
+	cJSON				*j;
 
 	if ((j = api_envd_req_unary(c, r, &u, &e)) == NULL ||
 	    api_envd_req_field(c, &u, j, "path", &p, &e) == -1) {

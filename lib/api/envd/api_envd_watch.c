@@ -36,8 +36,8 @@ struct api_envd_watch_stream {
 	struct watch		*w;
 	uint64_t		 cursor;
 	bool			 entry;		/* includeEntry */
-	struct api_envd_req_path		 p;
-	struct api_envd_entry_names	 names;		/* for its lifetime */
+	struct api_envd_req_path p;
+	struct api_envd_entry_names names;	/* for its lifetime */
 };
 
 /* A polling watcher (CreateWatcher): a cursor kept between polls. */
@@ -48,9 +48,9 @@ struct api_envd_watch_poller {
 	uint64_t		 cursor;
 	bool			 used;
 	bool			 entry;
-	struct api_envd_entry_names	*names;		/* for its lifetime */
+	struct api_envd_entry_names *names;	/* for its lifetime */
 	char			 id[24];	/* "w" + 16 hex */
-	struct api_envd_req_path		 p;
+	struct api_envd_req_path p;
 };
 
 static struct api_envd_watch_poller	api_envd_watch_pollers[WATCH_POLL_MAX];
@@ -106,8 +106,8 @@ api_envd_watch_event(const struct watch_event *ev,
     struct api_envd_entry_names *nm, const struct api_envd_req_path *dir,
     const struct files_root *root)
 {
-	struct api_envd_req_path		 p;
-	cJSON			*j, *ent;
+	struct api_envd_req_path	 p;
+	cJSON				*j, *ent;
 
 	if ((j = cJSON_CreateObject()) == NULL ||
 	    cJSON_AddStringToObject(j, "name", ev->path[0] ? ev->path : ".") ==
@@ -261,12 +261,12 @@ api_envd_watch_stream_closed(struct http_conn *c, void *owner)
 void
 api_envd_watch_dir(struct http_conn *c, struct http_req *r)
 {
-	struct envd_user	 u;
-	struct envd_err		 e;
+	struct envd_user		 u;
+	struct envd_err			 e;
 	struct api_envd_watch_stream	*s = NULL;
-	struct watch		*w = NULL;
-	uint64_t		 ms;
-	cJSON			*j = NULL;
+	struct watch			*w = NULL;
+	uint64_t			 ms;
+	cJSON				*j = NULL;
 
 	/* Connect-Timeout-Ms on WatchDir is the stream's, as the protocol
 	   says. */
@@ -347,10 +347,10 @@ void
 api_envd_watch_create(struct http_conn *c, struct http_req *r)
 {
 	struct api_envd_watch_poller	*pw = NULL;
-	struct envd_user	 u;
-	struct envd_err		 e;
-	cJSON			*j, *out;
-	int			 i;
+	struct envd_user		 u;
+	struct envd_err			 e;
+	cJSON				*j, *out;
+	int				 i;
 
 	if ((j = api_envd_req_unary(c, r, &u, &e)) == NULL)
 		goto fail;
@@ -399,7 +399,7 @@ void
 api_envd_watch_events(struct http_conn *c, struct http_req *r)
 {
 	const struct watch_event	*ev;
-	struct api_envd_watch_poller		*pw;
+	struct api_envd_watch_poller	*pw;
 	struct envd_user		 u;
 	struct envd_err			 e;
 	bool				 gap;
@@ -448,9 +448,9 @@ void
 api_envd_watch_remove(struct http_conn *c, struct http_req *r)
 {
 	struct api_envd_watch_poller	*pw;
-	struct envd_user	 u;
-	struct envd_err		 e;
-	cJSON			*j;
+	struct envd_user		 u;
+	struct envd_err			 e;
+	cJSON				*j;
 
 	if ((j = api_envd_req_unary(c, r, &u, &e)) == NULL)
 		goto fail;
