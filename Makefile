@@ -92,9 +92,10 @@ DEPS_api_envd_entry	:= api api_envd_req codec envd files user
 DEPS_api_envd_watch	:= api api_envd_entry api_envd_req connect envd files http log watch
 DEPS_api_envd_files	:= api api_envd_req api_errno api_files buf connect envd files http multipart upload
 DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watch connect envd fileops files
-# What a suite's own test code uses beyond its module (test helpers only).
+# What a suite's own test code uses beyond its module: test helpers, or
+# the modules a contract is checked through (files' confinement, through
+# every operation on its paths; watch's view of tend's own uploads).
 TEST_DEPS_pty	:= buf
-# files' contract (confinement) is checked through every operation on it.
 TEST_DEPS_files	:= fileops upload
 TEST_DEPS_watch	:= upload
 TEST_DEPS_api	:= api_proc api_output api_exec

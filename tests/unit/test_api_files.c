@@ -10,6 +10,7 @@
 #include <sys/un.h>
 
 #include <check.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -30,9 +31,6 @@
 
 Suite *api_files_suite(void);
 
-/* glibc's own realloc, under the one this file puts in front of it. */
-void	*__libc_realloc(void *, size_t);
-
 static char			base_path[64];
 static char			root_path[96];
 static char			sock_path[96];
@@ -44,6 +42,7 @@ static struct proctab		tab;
 static struct api		api;
 static int			fail_reallocs;	/* the next n fail */
 static int			arm;		/* fail_reallocs, in h_send */
+static void			*(*next_realloc)(void *, size_t);
 
 static void	setup(void);
 static void	teardown(void);
@@ -58,7 +57,8 @@ static const struct http_route routes[] = {
 /*
  * Allocation failure, injected: realloc is what buf grows with, and the
  * handler arms it just before api_files_send, so that the reply's first
- * header line is the one that cannot be made.
+ * header line is the one that cannot be made.  Otherwise the next
+ * realloc in the link order does the work: libc's, or a sanitizer's.
  */
 void *
 realloc(void *p, size_t n)
@@ -68,7 +68,9 @@ realloc(void *p, size_t n)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return __libc_realloc(p, n);
+	if (next_realloc == NULL)
+		*(void **)&next_realloc = dlsym(RTLD_NEXT, "realloc");
+	return next_realloc(p, n);
 }
 
 static void
