@@ -1,13 +1,17 @@
 /*
  * api_files: the file routes — /v1/file/{path} (GET, HEAD, PUT, DELETE,
- * POST ?op=mkdir|move), /v1/persist and /v1/hydrate against the files
- * root, and the bridge's forms of each under /v1/sandbox/{id}/ against
- * the workspace.  The work is lib/files.c's and lib/tar.c's; this module
- * moves bytes between them and the connection, through the loop, one
- * budgeted share per callback, in constant memory.
+ * POST ?op=mkdir|move) against the files root, and the bridge's forms
+ * under /v1/sandbox/{id}/ against the workspace — and what the routes
+ * on those roots share (api_tar's /v1/persist and /v1/hydrate too): the
+ * two roots, a request's path in them, the error replies.  The work is
+ * lib/core's (files.h, upload.h, fileops.h); this module moves bytes
+ * between it and the connection, through the loop, one budgeted share
+ * per callback, in constant memory.
  */
 #ifndef TEND_API_FILES_H
 #define TEND_API_FILES_H
+
+#include <sys/stat.h>
 
 #include <limits.h>
 #include <stdbool.h>
@@ -15,10 +19,29 @@
 #include "core/files.h"
 #include "net/http.h"
 
+struct cJSON;
+
 struct api_files {
 	struct files_root	root;		/* --files-root */
 	struct files_root	ws;		/* --workspace; fd -1 until it exists */
 	char			ws_path[PATH_MAX];
+};
+
+/*
+ * A file route's argument (http_req_route_arg): the namespace it serves.
+ * Every route on these roots has one.
+ */
+struct api_files_ns {
+	bool	 bridge;	/* the workspace, in the bridge's vocabulary */
+};
+extern const struct api_files_ns api_files_ns_root, api_files_ns_bridge;
+
+/* What a request names: its root, and the path in it. */
+struct api_files_req {
+	const struct files_root	*root;
+	bool			 bridge;
+	char			 abs[PATH_MAX];	/* decoded, normalised */
+	char			 rel[PATH_MAX];	/* to the root */
 };
 
 /*
@@ -33,6 +56,29 @@ const char *api_files_workspace(const struct api_files *);
 /* path (normalised in place) lies in the workspace. */
 bool	api_files_in_workspace(const struct api_files *, char *path);
 
+/* The request's route is the bridge's (its api_files_ns). */
+bool	api_files_bridge(struct http_req *);
+/*
+ * The root of the namespace: the files root, or the workspace, opened
+ * the first time it exists (made first when create: a bridge write).
+ * NULL with errno.
+ */
+const struct files_root *api_files_root(struct http_conn *, bool bridge,
+	    bool create);
+
+/*
+ * The error reply of errno err (api_errno's status and code) for q's
+ * path: the bridge's vocabulary in its namespace, "errno" as a detail;
+ * what names the operation ("read", "write", ...).
+ */
+void	api_files_fail(struct http_conn *, const struct api_files_req *q,
+	    int err, const char *what);
+/* 400 invalid_request "field: why", naming the field. */
+void	api_files_invalid(struct http_conn *, const char *field,
+	    const char *why);
+/* 200 {"ok":true}, the bridge's success. */
+void	api_files_reply_ok(struct http_conn *);
+
 /*
  * A regular file's bytes as the reply to r, fd (opened by files_open_read,
  * now the reply's) and st its own: Range honoured (206, 416), sent by
@@ -41,6 +87,23 @@ bool	api_files_in_workspace(const struct api_files *, char *path);
  */
 void	api_files_send(struct http_conn *, struct http_req *, int fd,
 	    const struct stat *);
+
+/* "file", "dir", "symlink", "fifo", "socket", "char", "block". */
+const char *api_files_type(mode_t);
+/*
+ * A listing entry: {"name","type","size","mode","mtime","target"?}, mode
+ * the permission bits as a number, mtime RFC 3339, target for a link.
+ * NULL on ENOMEM.
+ */
+struct cJSON *api_files_entry(const char *name, const struct stat *,
+	    const char *target);
+/*
+ * Append to arr the entries fileops_list walks under rel (depth levels,
+ * names relative to rel), as api_files_entry makes them.  -1 with errno;
+ * *truncated: there were more than FILES_LIST_MAX.
+ */
+int	api_files_list(const struct files_root *, const char *rel, int depth,
+	    struct cJSON *arr, bool *truncated);
 
 /* tend's routes on the files root; the bridge's on the workspace. */
 extern const struct http_route api_files_routes[];

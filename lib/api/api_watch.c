@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "api.h"
+#include "api_errno.h"
 #include "api_files.h"
 #include "api_watch.h"
 #include "base/codec.h"
@@ -24,7 +25,7 @@
 #include "base/util.h"
 #include "core/files.h"
 
-struct aw_reader {
+struct api_watch_reader {
 	struct watch_sub	 sub;
 	ev_timer		 beat;
 	struct ev_loop		*loop;
@@ -35,15 +36,15 @@ struct aw_reader {
 	char			 abs[PATH_MAX];	/* the directory, as named */
 };
 
-static void	aw_notify(struct watch_sub *);
-static void	aw_drained(struct http_conn *, void *);
-static void	aw_closed(struct http_conn *, void *);
-static void	aw_beat(struct ev_loop *, ev_timer *, int);
-static void	aw_free(struct aw_reader *);
-static void	aw_pump(struct aw_reader *);
-static int	aw_send(struct aw_reader *, enum watch_type, const char *,
-		    int64_t);
-static void	aw_fail(struct http_conn *, const char *, int);
+static void	api_watch_notify(struct watch_sub *);
+static void	api_watch_drained(struct http_conn *, void *);
+static void	api_watch_closed(struct http_conn *, void *);
+static void	api_watch_beat(struct ev_loop *, ev_timer *, int);
+static void	api_watch_free(struct api_watch_reader *);
+static void	api_watch_pump(struct api_watch_reader *);
+static int	api_watch_send(struct api_watch_reader *, enum watch_type,
+		    const char *, int64_t);
+static void	api_watch_fail(struct http_conn *, const char *, int);
 
 void
 api_watch_cursor(char out[API_WATCH_CURSOR_MAX], const struct watch *w,
@@ -86,7 +87,7 @@ api_watch_resume(const char *s, const struct watch *w, uint64_t *seq,
 /* A reader */
 
 static void
-aw_free(struct aw_reader *rd)
+api_watch_free(struct api_watch_reader *rd)
 {
 	if (rd == NULL)
 		return;
@@ -97,29 +98,30 @@ aw_free(struct aw_reader *rd)
 }
 
 static void
-aw_notify(struct watch_sub *s)
+api_watch_notify(struct watch_sub *s)
 {
-	aw_pump(container_of(s, struct aw_reader, sub));
+	api_watch_pump(container_of(s, struct api_watch_reader, sub));
 }
 
 static void
-aw_drained(struct http_conn *c, void *owner)
+api_watch_drained(struct http_conn *c, void *owner)
 {
 	(void)c;
-	aw_pump(owner);
+	api_watch_pump(owner);
 }
 
 static void
-aw_closed(struct http_conn *c, void *owner)
+api_watch_closed(struct http_conn *c, void *owner)
 {
 	(void)c;
-	aw_free(owner);
+	api_watch_free(owner);
 }
 
 static void
-aw_beat(struct ev_loop *loop, ev_timer *t, int revents)
+api_watch_beat(struct ev_loop *loop, ev_timer *t, int revents)
 {
-	struct aw_reader	*rd = container_of(t, struct aw_reader, beat);
+	struct api_watch_reader	*rd = container_of(t, struct api_watch_reader,
+				    beat);
 
 	(void)loop;
 	(void)revents;
@@ -132,8 +134,8 @@ aw_beat(struct ev_loop *loop, ev_timer *t, int revents)
  * after it.
  */
 static int
-aw_send(struct aw_reader *rd, enum watch_type type, const char *rel,
-    int64_t ms)
+api_watch_send(struct api_watch_reader *rd, enum watch_type type,
+    const char *rel, int64_t ms)
 {
 	char	 id[API_WATCH_CURSOR_MAX], ts[TIME_MAX], path[PATH_MAX * 2];
 	char	*s;
@@ -158,7 +160,7 @@ aw_send(struct aw_reader *rd, enum watch_type type, const char *rel,
 
 /* What the connection takes of the ring; the end once the dir is gone. */
 static void
-aw_pump(struct aw_reader *rd)
+api_watch_pump(struct api_watch_reader *rd)
 {
 	const struct watch_event	*e;
 	bool				 gap;
@@ -167,7 +169,8 @@ aw_pump(struct aw_reader *rd)
 	    http_conn_pending(rd->c) < HTTP_OUT_HIGH) {
 		if (rd->lost) {
 			rd->lost = false;
-			if (aw_send(rd, WATCH_TRUNCATED, "", codec_now_ms()) == -1)
+			if (api_watch_send(rd, WATCH_TRUNCATED, "",
+			    codec_now_ms()) == -1)
 				return;
 			continue;
 		}
@@ -181,7 +184,7 @@ aw_pump(struct aw_reader *rd)
 		}
 		if (e == NULL)
 			break;
-		if (aw_send(rd, e->type, e->path, e->ms) == -1)
+		if (api_watch_send(rd, e->type, e->path, e->ms) == -1)
 			return;
 		ev_timer_again(rd->loop, &rd->beat);
 	}
@@ -189,7 +192,7 @@ aw_pump(struct aw_reader *rd)
 	    rd->cursor >= watch_head(rd->w)) {
 		http_conn_own(rd->c, NULL, NULL, NULL);
 		http_stream_end(rd->c);
-		aw_free(rd);
+		api_watch_free(rd);
 	}
 }
 
@@ -197,22 +200,23 @@ aw_pump(struct aw_reader *rd)
 /* The route */
 
 static void
-aw_fail(struct http_conn *c, const char *abs, int err)
+api_watch_fail(struct http_conn *c, const char *abs, int err)
 {
-	struct files_err	 e = files_errmap(err);
+	const struct api_errno	*e = api_errno(err);
+	int			 status = e->status;
 	cJSON			*j;
 
 	if (err == EMFILE || err == ENOSPC || err == ENFILE)
 		j = http_error_obj("busy", "watch '%s': the watch limit is "
-		    "reached", abs), e.status = 503;
-	else if (e.outside)
-		j = http_error_obj(e.code, "path '%s' is outside the files "
+		    "reached", abs), status = 503;
+	else if (e->outside)
+		j = http_error_obj(e->code, "path '%s' is outside the files "
 		    "root", abs);
 	else
-		j = http_error_obj(e.code, "watch '%s': %s", abs,
+		j = http_error_obj(e->code, "watch '%s': %s", abs,
 		    strerror(err));
 	cJSON_AddStringToObject(j, "errno", codec_errno_name(err));
-	http_reply_json(c, e.status, j);
+	http_reply_json(c, status, j);
 }
 
 static void
@@ -220,9 +224,10 @@ api_watch_get(struct http_conn *c, struct http_req *r)
 {
 	struct api		*api = api_of(c);
 	const struct files_root	*root = &api->files->root;
-	struct aw_reader	*rd;
+	struct api_watch_reader	*rd;
 	const char		*since;
-	char			 abs[PATH_MAX], rel[PATH_MAX], q[API_WATCH_CURSOR_MAX];
+	char			 abs[PATH_MAX], rel[PATH_MAX];
+	char			 q[API_WATCH_CURSOR_MAX];
 	int			 recursive;
 
 	if (http_query(r, "path", abs, sizeof(abs)) != 1 || abs[0] != '/' ||
@@ -246,7 +251,7 @@ api_watch_get(struct http_conn *c, struct http_req *r)
 		break;
 	}
 	if (files_rel(root, abs, rel, sizeof(rel)) == -1) {
-		aw_fail(c, abs, errno);
+		api_watch_fail(c, abs, errno);
 		return;
 	}
 	if ((rd = calloc(1, sizeof(*rd))) == NULL) {
@@ -254,7 +259,7 @@ api_watch_get(struct http_conn *c, struct http_req *r)
 		return;
 	}
 	if ((rd->w = watch_open(api->watches, rel, recursive)) == NULL) {
-		aw_fail(c, abs, errno);
+		api_watch_fail(c, abs, errno);
 		free(rd);
 		return;
 	}
@@ -268,13 +273,13 @@ api_watch_get(struct http_conn *c, struct http_req *r)
 	rd->c = c;
 	rd->loop = api->tab->loop;
 	snprintf(rd->abs, sizeof(rd->abs), "%s", abs);
-	rd->sub.notify = aw_notify;
-	ev_timer_init(&rd->beat, aw_beat, SSE_HEARTBEAT, SSE_HEARTBEAT);
+	rd->sub.notify = api_watch_notify;
+	ev_timer_init(&rd->beat, api_watch_beat, SSE_HEARTBEAT, SSE_HEARTBEAT);
 	ev_timer_start(rd->loop, &rd->beat);
 	watch_subscribe(rd->w, &rd->sub);
-	http_conn_own(c, rd, aw_drained, aw_closed);
+	http_conn_own(c, rd, api_watch_drained, api_watch_closed);
 	if (http_sse_begin(c) == 0)
-		aw_pump(rd);		/* else aw_closed frees it */
+		api_watch_pump(rd);	/* else api_watch_closed frees it */
 }
 
 const struct http_route api_watch_routes[] = {

@@ -1,7 +1,7 @@
 /*
  * api_watch: GET /v1/watch?path=DIR[&recursive=1][&cursor=C], a
  * directory's changes as Server-Sent Events, read from the shared
- * watches of lib/watch.c (api->watches, over the files root).
+ * watches of lib/core/watch.c (api->watches, over the files root).
  */
 #ifndef TEND_API_WATCH_H
 #define TEND_API_WATCH_H

@@ -1,8 +1,9 @@
 /*
- * files: paths confined to a root directory, and the file operations the
- * file routes serve (read, stat, list, atomic put, append, mkdir, delete,
- * move).  No HTTP here: every function returns -1 (or NULL) and leaves
- * errno; files_errmap turns an errno into the reply's status and code.
+ * files: paths confined to a root directory, and the resolver that opens
+ * them; the operations on them are fileops.h's (list, mkdir, delete,
+ * move) and upload.h's (atomic put, append).  No replies here: every
+ * function returns -1 (or NULL) and leaves errno; the api layer names it
+ * (api/api_errno.h).
  *
  * Contract for the route author
  * -----------------------------
@@ -53,31 +54,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct cJSON;
-
 struct files_root {
 	int		 fd;		/* O_PATH | O_DIRECTORY */
 	uint64_t	 resolve;	/* RESOLVE_BENEATH or _IN_ROOT, see above */
 	size_t		 len;		/* of path */
 	char		 path[PATH_MAX];	/* absolute, normalised */
 };
-
-/* What an errno means to a client: status, code, out of the root. */
-struct files_err {
-	int		 status;
-	const char	*code;
-	bool		 outside;	/* ELOOP: the bridge's "must be within" */
-};
-
-/*
- * ENOENT 404 not_found; EACCES, EPERM, EROFS 403 forbidden; ELOOP 403
- * forbidden + outside; EEXIST, ENOTEMPTY, EBUSY, ETXTBSY 409 conflict;
- * EXDEV 409 cross_device; ENOSPC, EDQUOT 507 no_space; EFBIG 413
- * too_large; EISDIR, ENOTDIR, EINVAL, ENAMETOOLONG 400 invalid_request;
- * EMFILE, ENFILE, ENOMEM, EAGAIN 503 busy; anything else 500 internal.
- * The route adds "errno": codec_errno_name(err).
- */
-struct files_err files_errmap(int err);
 
 /* Open the root dir (path absolute; links on the way followed). */
 int	files_root_open(struct files_root *, const char *path);
@@ -101,6 +83,11 @@ int	files_rel(const struct files_root *, const char *abs, char *rel,
 /* files_decode, files_normalize, files_rel: see the contract, 2. */
 int	files_path(const struct files_root *, const char *enc, size_t n,
 	    char *rel, size_t cap);
+/*
+ * "a/b/c" to "a/b" and "c", "c" to "." and "c" (name holds NAME_MAX+1).
+ * ENAMETOOLONG, or EINVAL for a last component "", "." or "..".
+ */
+int	files_split(const char *rel, char *parent, size_t cap, char *name);
 
 /*
  * The resolver: open rel under the root with flags (O_CLOEXEC added;
@@ -108,9 +95,19 @@ int	files_path(const struct files_root *, const char *enc, size_t n,
  */
 int	files_open(const struct files_root *, const char *rel, int flags,
 	    mode_t mode);
+/* rel's directory, opened (through links); its last component in name. */
+int	files_parent(const struct files_root *, const char *rel, char *name);
 /* stat of rel; follow: through a last link, else the link itself. */
 int	files_stat(const struct files_root *, const char *rel, bool follow,
 	    struct stat *);
+/*
+ * A regular file (or, reading, a directory) opened with flags, looked
+ * at first through O_PATH so that nothing else is ever opened: opening a
+ * FIFO blocks, opening a device can act.  With O_CREAT a missing file is
+ * made (O_EXCL: never through a link planted meanwhile), *created set.
+ */
+int	files_open_file(const struct files_root *, const char *rel, int flags,
+	    mode_t mode, struct stat *st, bool *created);
 /*
  * For GET: rel opened O_RDONLY (through links), *st filled.  A directory
  * is returned as one (the route lists it); anything but a file or a
@@ -119,77 +116,24 @@ int	files_stat(const struct files_root *, const char *rel, bool follow,
  */
 int	files_open_read(const struct files_root *, const char *rel,
 	    struct stat *st);
-/* "file", "dir", "symlink", "fifo", "socket", "char", "block". */
-const char *files_type(mode_t);
-
-enum files_range {
-	FILES_RANGE_FULL,	/* no Range, or one to ignore: 200, all */
-	FILES_RANGE_PART,	/* 206, bytes *first..*last inclusive */
-	FILES_RANGE_UNSATISFIABLE	/* 416, with Content-Range of the size */
-};
 /*
- * A Range header (NULL: none) against a file of size bytes: "bytes=a-b",
- * "bytes=a-", "bytes=-n".  Several ranges, other units and malformed
- * values are ignored (FULL), as RFC 9110 allows.
+ * mkdir -p of rel (mode less the umask), each prefix resolved again from
+ * the root, each missing one made in the directory its parent resolved
+ * to: the directory's fd.
  */
-enum files_range files_range(const char *hdr, uint64_t size,
-	    uint64_t *first, uint64_t *last);
-
-/*
- * Append to arr the entries under directory rel (through links), depth
- * levels deep (1: its children; at most FILES_LIST_DEPTH_MAX, else
- * EINVAL), sorted by name, a directory's entries after it.  Each is
- * {"name","type","size","mode","mtime","target"?}: name relative to rel
- * ("a/b" below depth 1), mode the permission bits as a number, mtime
- * RFC 3339, target for a link.  Links are listed, never descended.  At
- * most FILES_LIST_MAX entries: *truncated says there were more.
- * ENOTDIR: rel is not a directory.
- */
-int	files_list(const struct files_root *, const char *rel, int depth,
-	    struct cJSON *arr, bool *truncated);
-/* One such entry; NULL on ENOMEM. */
-struct cJSON *files_entry(const char *name, const struct stat *,
-	    const char *target);
-
-#define FILES_PUT_PARENTS	0x1	/* create missing parents, 0755 */
-#define FILES_PUT_APPEND	0x2	/* append in place, no temp, no rename */
-#define FILES_MODE_KEEP		(-1)	/* an old file's mode, a new one 0644 */
-
-/*
- * An upload.  files_put_begin opens the temp file ".NAME.XXXXXX" in the
- * target's directory (O_EXCL, never through a link) with the final mode;
- * files_put_write appends to it; files_put_commit fsyncs it and renames
- * it over NAME (readers see the old file or the new one, never part of
- * one), *created telling 201 from 204; files_put_abort (after any
- * failure, or a client gone) removes the temp.  The directory is held
- * open from begin to commit: a link swapped in for it meanwhile changes
- * nothing.  A directory at NAME is EISDIR at begin.  With
- * FILES_PUT_APPEND the file itself is opened (through links, created if
- * missing) and written in place: an abort keeps what was appended.
- * mode: 0..07777 (else EINVAL), applied as given (no umask), or
- * FILES_MODE_KEEP.  A crash of the agent mid-upload leaves the temp.
- */
-struct files_put {
-	int	 dirfd;		/* the target's directory */
-	int	 slot;		/* in files_tmp's table, or -1 */
-	int	 fd;		/* the temp file (the file itself: append) */
-	int	 flags;
-	bool	 created;	/* append: the file was made by begin */
-	uint64_t unflushed;	/* bytes since the last flush */
-	pid_t	 flusher;	/* the child making them stable, or 0 */
-	int	 flusherr;	/* a flush failed: errno, the commit fails */
-	uint64_t off;
-	char	 name[NAME_MAX + 1];
-	char	 tmp[NAME_MAX + 1];
-};
+int	files_mkdirs(const struct files_root *, const char *rel, mode_t mode);
+/* close(2), errno kept: for cleanup after a failure. */
+void	files_close(int fd);
 
 /*
  * tend's own temp files, the newest FILES_TMP_KEPT of them, for watchers
- * (lib/watch.c): an upload is reported as one create (or write) of its
- * name, never as the temp's events nor as a rename.  What the temp name
- * in the directory (dev, ino) is now: tend's and being written (LIVE),
- * renamed over a new name (CREATED) or over a file (REPLACED), removed
- * (ABORTED); NONE: not one of tend's (another program's file).
+ * (watch.c): an upload (upload.h) is reported as one create (or write)
+ * of its name, never as the temp's events nor as a rename.  What the
+ * temp name in the directory (dev, ino) is now: tend's and being written
+ * (LIVE), renamed over a new name (CREATED) or over a file (REPLACED),
+ * removed (ABORTED); NONE: not one of tend's (another program's file).
+ * The upload notes its temp (files_tmp_note) and says what became of it
+ * (files_tmp_set); a watcher asks (files_tmp_state).
  */
 enum files_tmp_state {
 	FILES_TMP_NONE,
@@ -199,41 +143,11 @@ enum files_tmp_state {
 	FILES_TMP_ABORTED
 };
 enum files_tmp_state files_tmp_state(dev_t, ino_t, const char *name);
-/* name looks like a temp of files_put (".NAME.XXXXXX"): worth a look. */
+/* name looks like a temp of an upload (".NAME.XXXXXX"): worth a look. */
 bool	files_tmp_name(const char *name);
-
-int	files_put_begin(struct files_put *, const struct files_root *,
-	    const char *rel, int flags, int mode);
-int	files_put_write(struct files_put *, const void *, size_t);
-int	files_put_commit(struct files_put *, bool *created);
-void	files_put_abort(struct files_put *);
-
-/*
- * mkdir of rel (mode less the umask).  parents: missing parents made,
- * an existing directory is success; else an existing name is EEXIST.
- */
-int	files_mkdir(const struct files_root *, const char *rel, bool parents,
-	    mode_t mode);
-/*
- * mkdir -p of rel, each directory it makes (mode less the umask) given
- * to uid:gid (uid (uid_t)-1: left to the agent), those on the way taken
- * as they are (ENOTDIR: something else is on the way).
- */
-int	files_mkdirs_owned(const struct files_root *, const char *rel,
-	    mode_t mode, uid_t uid, gid_t gid);
-/*
- * Remove rel (a link itself, never its target).  A non-empty directory
- * is ENOTEMPTY unless recursive (then removed whole, links not
- * followed).  The root itself: EBUSY.
- */
-int	files_delete(const struct files_root *, const char *rel,
-	    bool recursive);
-/*
- * rename(2) of from to to, both under the root, to's directory existing.
- * Without overwrite an existing to is EEXIST (RENAME_NOREPLACE); across
- * file systems EXDEV (nothing is copied).  The root itself: EBUSY.
- */
-int	files_move(const struct files_root *, const char *from,
-	    const char *to, bool overwrite);
+/* tmp, LIVE in directory dirfd: its slot, for files_tmp_set, or -1. */
+int	files_tmp_note(int dirfd, const char *tmp);
+/* What became of tmp in slot (-1: none): state. */
+void	files_tmp_set(int slot, const char *tmp, enum files_tmp_state);
 
 #endif

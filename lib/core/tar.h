@@ -31,7 +31,7 @@
  *   one line) until EOF and parse it with tar_report_parse.  Exit
  *   statuses: 0 → 200 {"ok":true}; TAR_EXIT_EMPTY (no bytes at all) →
  *   400 "Empty tar payload"; TAR_EXIT_BAD (a refused entry, or not a tar
- *   stream) → 400 with the report's message; TAR_EXIT_IO → files_errmap
+ *   stream) → 400 with the report's message; TAR_EXIT_IO → api_errno
  *   of the report's errno (ENOSPC 507); a signal → 500.  The child stops
  *   at the first bad entry and then reads no more: EPIPE on infd after
  *   that is expected (stop writing; the exit status says why).  Entries

@@ -19,7 +19,7 @@
  *   truncated  events were lost here: the kernel's queue overflowed
  *            (IN_Q_OVERFLOW), or a directory could not be watched
  *            (WATCH_DIRS_MAX, or the kernel's max_user_watches)
- * A file tend itself writes (files_put: a temp, then a rename) is one
+ * A file tend itself writes (upload.h: a temp, then a rename) is one
  * create of its name, or a write when it replaced a file: never the
  * temp's events nor a rename (files_tmp_state tells tend's temps).
  * Consecutive identical write and chmod events of one read are one.

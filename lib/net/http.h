@@ -47,6 +47,7 @@ struct http_route {
 	const char	*pattern;	/* "/v1/processes/{}/kill"; "*" ends one */
 	http_handler	 handler;	/* at the end of the request */
 	http_body_fn	 body;		/* NULL: body buffered, <= HTTP_MAX_BODY */
+	const void	*arg;		/* the route's own, http_req_route_arg */
 };
 
 /*
@@ -70,6 +71,16 @@ struct http_req {
 	int			 body_error;	/* set by a streaming body fn */
 	size_t			 streamed;	/* body bytes given to it so far */
 };
+
+/*
+ * The matched route's arg (NULL: none, or no route): one handler serves
+ * several routes that differ by it, as a namespace.
+ */
+static inline const void *
+http_req_route_arg(const struct http_req *r)
+{
+	return r->route != NULL ? r->route->arg : NULL;
+}
 
 /* The server. */
 /* Listen on a unix socket; NULL with errno set. */

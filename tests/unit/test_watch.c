@@ -20,6 +20,7 @@
 
 #include "base/tunables.h"
 #include "core/files.h"
+#include "core/upload.h"
 #include "core/watch.h"
 #include "testutil.h"
 
@@ -120,13 +121,13 @@ settle(struct reader *r)
 static void
 put(const char *rel, const char *s)
 {
-	struct files_put	p;
+	struct upload		p;
 	bool			created;
 
-	ck_assert_int_eq(files_put_begin(&p, &root, rel, FILES_PUT_PARENTS,
-	    FILES_MODE_KEEP), 0);
-	ck_assert_int_eq(files_put_write(&p, s, strlen(s)), 0);
-	ck_assert_int_eq(files_put_commit(&p, &created), 0);
+	ck_assert_int_eq(upload_begin(&p, &root, rel, UPLOAD_PARENTS,
+	    UPLOAD_MODE_KEEP), 0);
+	ck_assert_int_eq(upload_write(&p, s, strlen(s)), 0);
+	ck_assert_int_eq(upload_commit(&p, &created), 0);
 }
 
 START_TEST(events_of_a_directory)
@@ -177,7 +178,7 @@ END_TEST
 /* tend's temp + rename: one create, then one write; an abort: nothing. */
 START_TEST(tend_writes_are_one_event)
 {
-	struct files_put	p;
+	struct upload		p;
 	struct reader		r;
 
 	mkdirat(base, "d", 0755);
@@ -188,10 +189,10 @@ START_TEST(tend_writes_are_one_event)
 	put("d/new", "again");
 	settle(&r);
 	ck_assert_str_eq(r.log, "create new\nwrite new\n");
-	ck_assert_int_eq(files_put_begin(&p, &root, "d/gone", 0,
-	    FILES_MODE_KEEP), 0);
-	ck_assert_int_eq(files_put_write(&p, "x", 1), 0);
-	files_put_abort(&p);
+	ck_assert_int_eq(upload_begin(&p, &root, "d/gone", 0,
+	    UPLOAD_MODE_KEEP), 0);
+	ck_assert_int_eq(upload_write(&p, "x", 1), 0);
+	upload_abort(&p);
 	settle(&r);
 	ck_assert_str_eq(r.log, "create new\nwrite new\n");
 	/* Parents made on the way are creates too; the file one create. */

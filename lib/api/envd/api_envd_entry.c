@@ -1,0 +1,202 @@
+/*
+ * api_envd_entry.c: EntryInfo.  See api_envd_entry.h.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "api/api_files.h"
+#include "api_envd_entry.h"
+#include "base/codec.h"
+#include "core/files.h"
+#include "envd.h"
+#include "sys/user.h"
+
+static const char *api_envd_entry_owner(struct api_envd_entry_names *, uid_t);
+static const char *api_envd_entry_group(struct api_envd_entry_names *, gid_t);
+static const char *api_envd_entry_type(mode_t);
+
+void
+api_envd_entry_perm(mode_t m, char out[24])
+{
+	static const char	rwx[] = "rwxrwxrwx";
+	char	*o = out;
+	int	 i;
+
+	/* Go's type letters, in its order: d L D p S u g c t. */
+	if (S_ISDIR(m))
+		*o++ = 'd';
+	if (S_ISLNK(m))
+		*o++ = 'L';
+	if (S_ISBLK(m) || S_ISCHR(m))
+		*o++ = 'D';
+	if (S_ISFIFO(m))
+		*o++ = 'p';
+	if (S_ISSOCK(m))
+		*o++ = 'S';
+	if (m & S_ISUID)
+		*o++ = 'u';
+	if (m & S_ISGID)
+		*o++ = 'g';
+	if (S_ISCHR(m))
+		*o++ = 'c';
+	if (m & S_ISVTX)
+		*o++ = 't';
+	if (o == out)
+		*o++ = '-';
+	for (i = 0; i < 9; i++)
+		*o++ = (m & (1 << (8 - i))) ? rwx[i] : '-';
+	*o = '\0';
+}
+
+static const char *
+api_envd_entry_owner(struct api_envd_entry_names *nm, uid_t uid)
+{
+	struct user_id	id;
+	int		i;
+
+	for (i = 0; i < nm->nu; i++)
+		if (nm->u[i].id == uid)
+			return nm->u[i].name;
+	i = nm->nu < EFS_NAMES_CACHED ? nm->nu++ :
+	    (int)(uid % EFS_NAMES_CACHED);
+	nm->u[i].id = uid;
+	if (user_by_uid(NULL, uid, &id) == 0 && id.name[0] != '\0')
+		snprintf(nm->u[i].name, sizeof(nm->u[i].name), "%s", id.name);
+	else
+		snprintf(nm->u[i].name, sizeof(nm->u[i].name), "%u",
+		    (unsigned)uid);
+	return nm->u[i].name;
+}
+
+static const char *
+api_envd_entry_group(struct api_envd_entry_names *nm, gid_t gid)
+{
+	int	i;
+
+	for (i = 0; i < nm->ng; i++)
+		if (nm->g[i].id == gid)
+			return nm->g[i].name;
+	i = nm->ng < EFS_NAMES_CACHED ? nm->ng++ :
+	    (int)(gid % EFS_NAMES_CACHED);
+	nm->g[i].id = gid;
+	if (user_group_name(NULL, gid, nm->g[i].name,
+	    sizeof(nm->g[i].name)) == -1)
+		snprintf(nm->g[i].name, sizeof(nm->g[i].name), "%u",
+		    (unsigned)gid);
+	return nm->g[i].name;
+}
+
+static const char *
+api_envd_entry_type(mode_t m)
+{
+	if (S_ISREG(m))
+		return "FILE_TYPE_FILE";
+	if (S_ISDIR(m))
+		return "FILE_TYPE_DIRECTORY";
+	if (S_ISLNK(m))
+		return "FILE_TYPE_SYMLINK";
+	return "FILE_TYPE_UNSPECIFIED";
+}
+
+/*
+ * The entry of p, as envd fills it: the name itself (lstat), but for a
+ * link the type and permission bits of what it leads to (followed
+ * inside the root; a dangling one, or one leading out, is unspecified)
+ * and symlinkTarget, the target's path resolved (the link's own text
+ * when it cannot be).  NULL with errno.
+ */
+cJSON *
+api_envd_entry(const struct files_root *root, const struct api_envd_req_path *p,
+    struct api_envd_entry_names *nm)
+{
+	struct stat	 st, tst;
+	char		 perm[24], ts[TIME_MAX], size[24], fdname[64];
+	char		 target[PATH_MAX];
+	const char	*name, *type;
+	mode_t		 mode;
+	ssize_t		 n = -1;
+	int		 fd;
+	cJSON		*j;
+
+	if (files_stat(root, p->rel, false, &st) == -1)
+		return NULL;
+	type = api_envd_entry_type(st.st_mode);
+	mode = st.st_mode & 0777;
+	if (S_ISLNK(st.st_mode)) {
+		type = "FILE_TYPE_UNSPECIFIED";
+		mode = 0;
+		if ((fd = files_open(root, p->rel, O_PATH, 0)) != -1) {
+			snprintf(fdname, sizeof(fdname), "/proc/self/fd/%d",
+			    fd);
+			if (fstat(fd, &tst) == 0) {
+				type = api_envd_entry_type(tst.st_mode);
+				mode = tst.st_mode & 0777;
+			}
+			n = readlink(fdname, target, sizeof(target) - 1);
+			close(fd);
+		}
+		if (n < 0 && (fd = files_open(root, p->rel, O_PATH |
+		    O_NOFOLLOW, 0)) != -1) {
+			n = readlinkat(fd, "", target, sizeof(target) - 1);
+			close(fd);
+		}
+		target[n >= 0 ? n : 0] = '\0';
+	}
+	name = strrchr(p->abs, '/');
+	name = name != NULL && name[1] != '\0' ? name + 1 : p->abs;
+	api_envd_entry_perm(st.st_mode, perm);
+	codec_time(ts, (int64_t)st.st_mtim.tv_sec * 1000 +
+	    st.st_mtim.tv_nsec / 1000000);
+	snprintf(size, sizeof(size), "%lld", (long long)st.st_size);
+	if ((j = cJSON_CreateObject()) == NULL ||
+	    cJSON_AddStringToObject(j, "name", name) == NULL ||
+	    cJSON_AddStringToObject(j, "type", type) == NULL ||
+	    cJSON_AddStringToObject(j, "path", p->abs) == NULL ||
+	    cJSON_AddStringToObject(j, "size", size) == NULL ||
+	    cJSON_AddNumberToObject(j, "mode", mode) == NULL ||
+	    cJSON_AddStringToObject(j, "permissions", perm) == NULL ||
+	    cJSON_AddStringToObject(j, "owner",
+	    api_envd_entry_owner(nm, st.st_uid)) == NULL ||
+	    cJSON_AddStringToObject(j, "group",
+	    api_envd_entry_group(nm, st.st_gid)) == NULL ||
+	    cJSON_AddStringToObject(j, "modifiedTime", ts) == NULL ||
+	    (S_ISLNK(st.st_mode) &&
+	    cJSON_AddStringToObject(j, "symlinkTarget", target) == NULL)) {
+		cJSON_Delete(j);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return j;
+}
+
+/* {"entry": EntryInfo of p}, or the error of its stat. */
+void
+api_envd_entry_reply(struct http_conn *c, const char *what,
+    const struct api_envd_req_path *p)
+{
+	struct api_envd_entry_names	*nm;
+	struct envd_err			 e;
+	cJSON				*j = NULL, *ent = NULL;
+	int				 err = ENOMEM;
+
+	if ((nm = calloc(1, sizeof(*nm))) != NULL &&
+	    (ent = api_envd_entry(&api_of(c)->files->root, p, nm)) == NULL)
+		err = errno;
+	free(nm);
+	if (ent == NULL || (j = cJSON_CreateObject()) == NULL) {
+		cJSON_Delete(ent);
+		api_envd_req_fail(&e, err, what, p->abs);
+		envd_reply_err(c, &e);
+		return;
+	}
+	cJSON_AddItemToObject(j, "entry", ent);
+	envd_reply(c, j);
+}

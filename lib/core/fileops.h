@@ -1,0 +1,63 @@
+/*
+ * fileops: what the file routes do to names under a root (files.h)
+ * besides reading and uploading (upload.h): list, mkdir, delete, move.
+ * Each resolves its paths again from the root, as files.h's contract
+ * says; -1 with errno.
+ */
+#ifndef TEND_FILEOPS_H
+#define TEND_FILEOPS_H
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <stdbool.h>
+
+#include "files.h"
+
+/*
+ * One entry of a listing: name relative to the listed directory ("a/b"
+ * below depth 1), its lstat, target the text of a link (else NULL).
+ * -1 (errno set) ends the listing with that failure.
+ */
+typedef int	(*fileops_list_fn)(void *arg, const char *name,
+		    const struct stat *, const char *target);
+
+/*
+ * The entries under directory rel (through links), depth levels deep
+ * (1: its children; at most FILES_LIST_DEPTH_MAX, else EINVAL), sorted
+ * by name, a directory's entries after it, each given to fn.  Links are
+ * listed, never descended.  At most FILES_LIST_MAX entries: *truncated
+ * says there were more.  ENOTDIR: rel is not a directory.
+ */
+int	fileops_list(const struct files_root *, const char *rel, int depth,
+	    fileops_list_fn fn, void *arg, bool *truncated);
+
+/*
+ * mkdir of rel (mode less the umask).  parents: missing parents made,
+ * an existing directory is success; else an existing name is EEXIST.
+ */
+int	fileops_mkdir(const struct files_root *, const char *rel,
+	    bool parents, mode_t mode);
+/*
+ * mkdir -p of rel, each directory it makes (mode less the umask) given
+ * to uid:gid (uid (uid_t)-1: left to the agent), those on the way taken
+ * as they are (ENOTDIR: something else is on the way).
+ */
+int	fileops_mkdirs_owned(const struct files_root *, const char *rel,
+	    mode_t mode, uid_t uid, gid_t gid);
+/*
+ * Remove rel (a link itself, never its target).  A non-empty directory
+ * is ENOTEMPTY unless recursive (then removed whole, links not
+ * followed).  The root itself: EBUSY.
+ */
+int	fileops_delete(const struct files_root *, const char *rel,
+	    bool recursive);
+/*
+ * rename(2) of from to to, both under the root, to's directory existing.
+ * Without overwrite an existing to is EEXIST (RENAME_NOREPLACE); across
+ * file systems EXDEV (nothing is copied).  The root itself: EBUSY.
+ */
+int	fileops_move(const struct files_root *, const char *from,
+	    const char *to, bool overwrite);
+
+#endif
