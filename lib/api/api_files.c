@@ -815,6 +815,7 @@ af_tar_report(struct af_xfer *x, struct tar_report *rep)
 	ssize_t	n;
 
 	rep->err = 0;
+	rep->entries = -1;
 	rep->msg[0] = '\0';
 	if (x->efd != -1 && (n = read(x->efd, s, sizeof(s))) > 0)
 		(void)tar_report_parse(s, n, rep);
@@ -1086,13 +1087,20 @@ af_hydrate_done(struct af_xfer *x)
 		return;
 	case TAR_EXIT_BAD:
 		log_warnx("event=hydrate_refused msg=\"%s\"", rep.msg);
-		http_reply_error(c, 400, "invalid_request", "hydrate: %s",
+		j = http_error_obj("invalid_request", "hydrate: %s",
 		    rep.msg[0] ? rep.msg : "not a tar archive");
+		if (rep.entries >= 0)
+			cJSON_AddNumberToObject(j, "entriesWritten",
+			    (double)rep.entries);
+		http_reply_json(c, 400, j);
 		return;
 	case TAR_EXIT_IO:
 		e = files_errmap(rep.err);
 		j = http_error_obj(e.code, "hydrate: %s", rep.msg);
 		cJSON_AddStringToObject(j, "errno", codec_errno_name(rep.err));
+		if (rep.entries >= 0)
+			cJSON_AddNumberToObject(j, "entriesWritten",
+			    (double)rep.entries);
 		http_reply_json(c, e.status, j);
 		return;
 	}

@@ -7,6 +7,7 @@ import io
 import os
 import shutil
 import stat
+import subprocess
 import tarfile
 import tempfile
 import unittest
@@ -70,6 +71,15 @@ class FilesRootCase(AgentTestCase):
     def hydrate(self, a, root, data):
         return a.post("/v1/hydrate?root=" + urllib.parse.quote(root), body=data)
 
+    def tmpfs(self, size):
+        """A small tmpfs of its own at self.root (root only, else skipped)."""
+        p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", self.root],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            self.skipTest("cannot mount a tmpfs (needs root): %s" % p.stderr.decode().strip())
+        self.addCleanup(subprocess.run, ["umount", "-l", self.root], stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+
 
 # ---------------------------------------------------------------- item 12
 
@@ -105,6 +115,74 @@ class TestHydrateSetid(FilesRootCase):
         self.assertEqual(r.status, 200, r)
         modes = {m.name.lstrip("./"): m.mode for m in tarfile.open(fileobj=io.BytesIO(r.body))}
         self.assertEqual((oct(modes["suid"]), oct(modes["sgid-dir"])), (oct(0o4755), oct(0o2775)))
+
+
+# ---------------------------------------------------------------- item 11
+
+class TestHydrateDiskFull(FilesRootCase):
+    """A hydrate cut by ENOSPC: the entry it stopped at leaves nothing (its
+    name keeps what was there, its blocks come back), the entries before it
+    are whole, and the reply says how many those are."""
+
+    def test_enospc_leaves_no_partial_entry(self):
+        self.tmpfs("1m")
+        a = self.agent(extra=["--files-root", self.root])
+        dst = os.path.join(self.root, "dst")
+        os.mkdir(dst)
+        with open(os.path.join(dst, "big"), "wb") as f:
+            f.write(b"old")
+        free0 = os.statvfs(self.root).f_bavail * os.statvfs(self.root).f_frsize
+        small = os.urandom(10000)
+        members = [(tinfo("d", tarfile.DIRTYPE, mode=0o750), None),
+                   (tinfo("d/a"), small), (tinfo("b"), small),
+                   (tinfo("big"), os.urandom(4 << 20)), (tinfo("c"), small)]
+        r = self.hydrate(a, dst, tar_bytes(members))
+        j = self.assertError(r, 507)
+        self.assertEqual(j.get("errno"), "ENOSPC", j)
+        self.assertIn("big", j["error"])
+        # "big" is what it was, no temp is left, nothing after it was made.
+        with open(os.path.join(dst, "big"), "rb") as f:
+            self.assertEqual(f.read(), b"old")
+        self.assertEqual(sorted(os.listdir(dst)), ["b", "big", "d"])
+        self.assertEqual(os.listdir(os.path.join(dst, "d")), ["a"])
+        # The partial entry's blocks are free again.
+        free1 = os.statvfs(self.root).f_bavail * os.statvfs(self.root).f_frsize
+        self.assertGreater(free1, free0 - 256 * 1024, (free0, free1))
+        # d, d/a and b: the archive's first three, whole.
+        self.assertEqual(j.get("entriesWritten"), 3, j)
+        with open(os.path.join(dst, "d", "a"), "rb") as f:
+            self.assertEqual(f.read(), small)
+        with open(os.path.join(dst, "b"), "rb") as f:
+            self.assertEqual(f.read(), small)
+        # Its directory's mode is set although the archive stopped short.
+        self.assertEqual(oct(stat.S_IMODE(os.stat(os.path.join(dst, "d")).st_mode)), oct(0o750))
+        # With room, the same archive goes in whole.
+        os.unlink(os.path.join(dst, "b"))
+        members[3] = (tinfo("big"), os.urandom(200000))
+        r = self.hydrate(a, dst, tar_bytes(members))
+        self.assertEqual((r.status, r.json), (200, {"ok": True}), r)
+        self.assertEqual(os.path.getsize(os.path.join(dst, "big")), 200000)
+        self.assertEqual(sorted(os.listdir(dst)), ["b", "big", "c", "d"])
+
+    def test_refused_entry_reports_entries_written(self):
+        a = self.agent(extra=["--files-root", self.root])
+        dst = os.path.join(self.root, "dst")
+        r = self.hydrate(a, dst, tar_bytes([(tinfo("a"), b"x"), (tinfo("b"), b"y"),
+                                            (tinfo("dev", tarfile.CHRTYPE), None)]))
+        j = self.assertError(r, 400, "invalid_request")
+        self.assertIn("dev", j["error"])
+        self.assertEqual(j.get("entriesWritten"), 2, j)
+        self.assertEqual(sorted(os.listdir(dst)), ["a", "b"])
+
+    def test_cut_short_leaves_no_partial_entry(self):
+        a = self.agent(extra=["--files-root", self.root])
+        dst = os.path.join(self.root, "dst")
+        data = tar_bytes([(tinfo("a"), b"x"), (tinfo("p"), b"y" * 100000)])
+        r = self.hydrate(a, dst, data[:20000])
+        j = self.assertError(r, 400, "invalid_request")
+        self.assertIn("cut short", j["error"])
+        self.assertEqual(j.get("entriesWritten"), 1, j)
+        self.assertEqual(os.listdir(dst), ["a"])
 
 
 if __name__ == "__main__":
