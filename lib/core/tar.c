@@ -55,6 +55,7 @@ struct tar_in {
 	bool			 root;		/* euid 0: owners, setuid kept */
 	uint64_t		 total;		/* bytes read from fd */
 	long long		 entries;	/* entries extracted whole */
+	bool			 tmpfile;	/* O_TMPFILE temps can be named */
 	unsigned int		 ntmp;		/* temp names made */
 	struct tar_dir		*dirs;
 	size_t			 ndirs, capdirs;
@@ -664,8 +665,8 @@ tar_in_times(struct archive_entry *e, struct timespec ts[2])
 /*
  * The temp a file entry is written to in dfd: unnamed (O_TMPFILE), so
  * that nothing of it outlives the child, killed or not; where the file
- * system has no O_TMPFILE, a new hidden name (O_EXCL, O_NOFOLLOW) in tmp,
- * else tmp is "".
+ * system has no O_TMPFILE, or without /proc to name one by, a new hidden
+ * name (O_EXCL, O_NOFOLLOW) in tmp, else tmp is "".
  */
 static int
 tar_in_tmp(struct tar_in *in, int dfd, char *tmp, size_t n)
@@ -673,10 +674,12 @@ tar_in_tmp(struct tar_in *in, int dfd, char *tmp, size_t n)
 	int	fd;
 
 	tmp[0] = '\0';
-	fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-	if (fd != -1 || (errno != EOPNOTSUPP && errno != EISDIR &&
-	    errno != EINVAL))
-		return fd;
+	if (in->tmpfile) {
+		fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+		if (fd != -1 || (errno != EOPNOTSUPP && errno != EISDIR &&
+		    errno != EINVAL))
+			return fd;
+	}
 	do {
 		snprintf(tmp, n, ".tend-hydrate.%ld.%u", (long)getpid(),
 		    in->ntmp++);
@@ -998,6 +1001,7 @@ tar_hydrate_child(int rootfd, int fd, int errfd)
 	in->fd = fd;
 	in->errfd = errfd;
 	in->root = geteuid() == 0;
+	in->tmpfile = access("/proc/self/fd", X_OK) == 0;
 	/* gzip through zlib; no filter that would run an external program. */
 	if (archive_read_support_format_tar(in->a) != ARCHIVE_OK ||
 	    archive_read_support_filter_gzip(in->a) != ARCHIVE_OK)
