@@ -182,6 +182,17 @@ api_tar_exited(pid_t pid, int wstatus, void *arg)
 		api_tar_hydrate_done(x);
 }
 
+/* A hydrate's error j, with how many entries it wrote if it says. */
+static void
+api_tar_reply_cut(struct http_conn *c, int status, cJSON *j,
+    const struct tar_report *rep)
+{
+	if (j != NULL && rep->entries >= 0)
+		cJSON_AddNumberToObject(j, "entriesWritten",
+		    (double)rep->entries);
+	http_reply_json(c, status, j);
+}
+
 /*
  * The child's exit code (-1: killed) and its report.  The report is
  * shorter than a pipe's atomic write and the child has exited: it is
@@ -194,6 +205,7 @@ api_tar_report(struct api_tar_xfer *x, struct tar_report *rep)
 	ssize_t	n;
 
 	rep->err = 0;
+	rep->entries = -1;
 	rep->msg[0] = '\0';
 	if (x->efd != -1 && (n = read(x->efd, s, sizeof(s))) > 0)
 		(void)tar_report_parse(s, n, rep);
@@ -468,14 +480,15 @@ api_tar_hydrate_done(struct api_tar_xfer *x)
 		return;
 	case TAR_EXIT_BAD:
 		log_warnx("event=hydrate_refused msg=\"%s\"", rep.msg);
-		http_reply_error(c, 400, "invalid_request", "hydrate: %s",
+		j = http_error_obj("invalid_request", "hydrate: %s",
 		    rep.msg[0] ? rep.msg : "not a tar archive");
+		api_tar_reply_cut(c, 400, j, &rep);
 		return;
 	case TAR_EXIT_IO:
 		e = api_errno(rep.err);
 		j = http_error_obj(e->code, "hydrate: %s", rep.msg);
 		cJSON_AddStringToObject(j, "errno", codec_errno_name(rep.err));
-		http_reply_json(c, e->status, j);
+		api_tar_reply_cut(c, e->status, j, &rep);
 		return;
 	}
 	log_warnx("event=hydrate_failed status=%d", wstatus);

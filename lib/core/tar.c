@@ -54,12 +54,17 @@ struct tar_in {
 	int			 errfd;
 	bool			 root;		/* euid 0: owners, setuid kept */
 	uint64_t		 total;		/* bytes read from fd */
+	long long		 entries;	/* entries extracted whole */
+	bool			 tmpfile;	/* O_TMPFILE temps can be named */
+	unsigned int		 ntmp;		/* temp names made */
 	struct tar_dir		*dirs;
 	size_t			 ndirs, capdirs;
 	char			 buf[TAR_BLOCK];
 };
 
 static int		 tar_pipe(int[2], int);
+static _Noreturn void	 tar_vreport(int, int, int, long long, const char *,
+			    va_list) __attribute__((format(printf, 5, 0)));
 static _Noreturn void	 tar_report(int, int, int, const char *, ...)
 			    __attribute__((format(printf, 4, 5)));
 static const char	*tar_exclude_norm(const char *, size_t *);
@@ -78,6 +83,8 @@ static int		 tar_split(const char *, char *, char *);
 static int		 tar_in_parent(struct tar_in *, const char *, char *,
 			    const char **);
 static int		 tar_in_clear(int, const char *, const char **);
+static int		 tar_in_tmp(struct tar_in *, int, char *, size_t);
+static int		 tar_in_name(struct tar_in *, int, int, char *, size_t);
 static void		 tar_in_times(struct archive_entry *,
 			    struct timespec[2]);
 static int		 tar_in_file(struct tar_in *, struct archive_entry *,
@@ -91,6 +98,9 @@ static int		 tar_in_hardlink(struct tar_in *, const char *, int,
 static int		 tar_in_entry(struct tar_in *, struct archive_entry *,
 			    const char **);
 static void		 tar_in_dirs_fix(struct tar_in *);
+static _Noreturn void	 tar_in_report(struct tar_in *, int, int,
+			    const char *, ...)
+			    __attribute__((format(printf, 4, 5)));
 static void		 tar_in_entries(struct tar_in *);
 static _Noreturn void	 tar_hydrate_child(int, int, int);
 
@@ -221,12 +231,25 @@ tar_report_parse(const char *s, size_t n, struct tar_report *r)
 		end--;
 	if ((sp = memchr(s, ' ', end - s)) == NULL || sp == s)
 		goto bad;
-	for (p = s; p < sp; p++) {
+	r->entries = -1;
+	for (p = s; p < sp && *p != ':'; p++) {
 		if (*p < '0' || *p > '9' || v > 100000)
 			goto bad;
 		v = v * 10 + (*p - '0');
 	}
+	if (p == s)
+		goto bad;
 	r->err = (int)v;
+	if (p < sp) {			/* ":<entries>" */
+		if (++p == sp)
+			goto bad;
+		for (r->entries = 0; p < sp; p++) {
+			if (*p < '0' || *p > '9' ||
+			    r->entries > LLONG_MAX / 10 - 9)
+				goto bad;
+			r->entries = r->entries * 10 + (*p - '0');
+		}
+	}
 	snprintf(r->msg, sizeof(r->msg), "%.*s", (int)(end - sp - 1), sp + 1);
 	return 0;
 bad:
@@ -235,22 +258,25 @@ bad:
 }
 
 /*
- * The one report ("<errno> <message>\n", one write: a pipe takes it
- * whole) and the exit.  Names in it are the archive's: bytes outside
- * printable ASCII are shown as '?'.
+ * The one report ("<errno>[:<entries>] <message>\n", one write: a pipe
+ * takes it whole) and the exit.  entries is -1 when it is not told.
+ * Names in it are the archive's: bytes outside printable ASCII are shown
+ * as '?'.
  */
 static _Noreturn void
-tar_report(int errfd, int code, int err, const char *fmt, ...)
+tar_vreport(int errfd, int code, int err, long long entries,
+    const char *fmt, va_list ap)
 {
 	char	line[TAR_ERR_MAX];
-	va_list	ap;
 	int	n, i;
 
 	if (errfd != -1) {
-		n = snprintf(line, sizeof(line), "%d ", err);
-		va_start(ap, fmt);
+		if (entries >= 0)
+			n = snprintf(line, sizeof(line), "%d:%lld ", err,
+			    entries);
+		else
+			n = snprintf(line, sizeof(line), "%d ", err);
 		vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
-		va_end(ap);
 		for (i = n; line[i] != '\0'; i++)
 			if ((unsigned char)line[i] < 0x20 ||
 			    (unsigned char)line[i] > 0x7e)
@@ -259,6 +285,15 @@ tar_report(int errfd, int code, int err, const char *fmt, ...)
 		(void)!write(errfd, line, i);
 	}
 	_exit(code);
+}
+
+static _Noreturn void
+tar_report(int errfd, int code, int err, const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	tar_vreport(errfd, code, err, -1, fmt, ap);
 }
 
 /* ------------------------------------------------------------------ */
@@ -627,23 +662,85 @@ tar_in_times(struct archive_entry *e, struct timespec ts[2])
 		ts[0] = ts[1];
 }
 
-/* A regular file: made new (O_EXCL, O_NOFOLLOW), its data, its attributes. */
+/*
+ * The temp a file entry is written to in dfd: unnamed (O_TMPFILE), so
+ * that nothing of it outlives the child, killed or not; where the file
+ * system has no O_TMPFILE, or without /proc to name one by, a new hidden
+ * name (O_EXCL, O_NOFOLLOW) in tmp, else tmp is "".
+ */
+static int
+tar_in_tmp(struct tar_in *in, int dfd, char *tmp, size_t n)
+{
+	int	fd;
+
+	tmp[0] = '\0';
+	if (in->tmpfile) {
+		fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+		if (fd != -1 || (errno != EOPNOTSUPP && errno != EISDIR &&
+		    errno != EINVAL))
+			return fd;
+	}
+	do {
+		snprintf(tmp, n, ".tend-hydrate.%ld.%u", (long)getpid(),
+		    in->ntmp++);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+		    O_CLOEXEC, 0600);
+	} while (fd == -1 && errno == EEXIST);
+	if (fd == -1)
+		tmp[0] = '\0';
+	return fd;
+}
+
+/*
+ * A name in dfd for the unnamed temp fd, into tmp: linkat by the fd
+ * (AT_EMPTY_PATH wants CAP_DAC_READ_SEARCH), else through /proc.
+ */
+static int
+tar_in_name(struct tar_in *in, int dfd, int fd, char *tmp, size_t n)
+{
+	char	proc[64];
+	int	rc;
+
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	do {
+		snprintf(tmp, n, ".tend-hydrate.%ld.%u", (long)getpid(),
+		    in->ntmp++);
+		rc = linkat(fd, "", dfd, tmp, AT_EMPTY_PATH);
+		if (rc == -1 && (errno == EPERM || errno == ENOENT))
+			rc = linkat(AT_FDCWD, proc, dfd, tmp,
+			    AT_SYMLINK_FOLLOW);
+	} while (rc == -1 && errno == EEXIST);
+	if (rc == -1)
+		tmp[0] = '\0';
+	return rc;
+}
+
+/*
+ * A regular file: its data and attributes into a temp, renamed over
+ * base only once whole, so that base is never a part of the entry; the
+ * temp goes on any failure (ENOSPC: its blocks come back).  Whatever was
+ * at base stays until then; a directory there is refused first.
+ */
 static int
 tar_in_file(struct tar_in *in, struct archive_entry *e, int dfd,
     const char *base, const char **why)
 {
 	struct timespec	 ts[2];
+	struct stat	 st;
 	const void	*buf;
+	char		 tmp[64];
 	size_t		 size, done;
 	la_int64_t	 off;
 	ssize_t		 w;
 	int		 fd, r, saved;
 
-	if (tar_in_clear(dfd, base, why) == -1)
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode)) {
+		*why = "a directory is in the way";
+		errno = EISDIR;
 		return -1;
-	fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, 0600);
-	if (fd == -1)
+	}
+	if ((fd = tar_in_tmp(in, dfd, tmp, sizeof(tmp))) == -1)
 		return -1;
 	/* Blocks at their offsets: holes of a sparse entry stay holes. */
 	while ((r = archive_read_data_block(in->a, &buf, &size, &off)) ==
@@ -668,11 +765,20 @@ tar_in_file(struct tar_in *in, struct archive_entry *e, int dfd,
 	    (in->root && fchown(fd, archive_entry_uid(e),
 	    archive_entry_gid(e)) == -1) ||
 	    fchmod(fd, archive_entry_perm(e) & (in->root ? 07777 : 01777)) ==
-	    -1 || futimens(fd, ts) == -1)
+	    -1 || futimens(fd, ts) == -1 ||
+	    (tmp[0] == '\0' && tar_in_name(in, dfd, fd, tmp, sizeof(tmp)) ==
+	    -1))
 		goto fail;
+	if (renameat(dfd, tmp, dfd, base) == -1) {
+		if (errno == EISDIR)
+			*why = "a directory is in the way";
+		goto fail;
+	}
 	return close(fd);
 fail:
 	saved = errno;
+	if (tmp[0] != '\0')
+		(void)unlinkat(dfd, tmp, 0);
 	close(fd);
 	errno = saved;
 	return -1;
@@ -831,6 +937,21 @@ tar_in_dirs_fix(struct tar_in *in)
 	}
 }
 
+/*
+ * A failed hydrate's report, with the count of entries extracted whole
+ * before it (the archive's first ones: it stops at the failure), their
+ * directories' modes and times set first as at a whole archive's end.
+ */
+static _Noreturn void
+tar_in_report(struct tar_in *in, int code, int err, const char *fmt, ...)
+{
+	va_list	ap;
+
+	tar_in_dirs_fix(in);
+	va_start(ap, fmt);
+	tar_vreport(in->errfd, code, err, in->entries, fmt, ap);
+}
+
 /* Every entry, or the report of the first bad one and the exit. */
 static void
 tar_in_entries(struct tar_in *in)
@@ -847,20 +968,21 @@ tar_in_entries(struct tar_in *in)
 			if (in->total == 0)
 				tar_report(in->errfd, TAR_EXIT_EMPTY, EINVAL,
 				    "Empty tar payload");
-			tar_report(in->errfd, TAR_EXIT_BAD, EINVAL,
+			tar_in_report(in, TAR_EXIT_BAD, EINVAL,
 			    "not a tar archive: %s",
 			    archive_error_string(in->a));
 		}
 		why = NULL;
 		if (tar_in_entry(in, e, &why) == -1) {
 			if (why != NULL)
-				tar_report(in->errfd, TAR_EXIT_BAD, errno,
+				tar_in_report(in, TAR_EXIT_BAD, errno,
 				    "entry '%.200s' refused: %s",
 				    archive_entry_pathname(e), why);
-			tar_report(in->errfd, TAR_EXIT_IO, errno,
+			tar_in_report(in, TAR_EXIT_IO, errno,
 			    "entry '%.200s': %s", archive_entry_pathname(e),
 			    strerror(errno));
 		}
+		in->entries++;
 	}
 	if (in->total == 0)
 		tar_report(in->errfd, TAR_EXIT_EMPTY, EINVAL,
@@ -879,6 +1001,7 @@ tar_hydrate_child(int rootfd, int fd, int errfd)
 	in->fd = fd;
 	in->errfd = errfd;
 	in->root = geteuid() == 0;
+	in->tmpfile = access("/proc/self/fd", X_OK) == 0;
 	/* gzip through zlib; no filter that would run an external program. */
 	if (archive_read_support_format_tar(in->a) != ARCHIVE_OK ||
 	    archive_read_support_filter_gzip(in->a) != ARCHIVE_OK)
@@ -889,8 +1012,8 @@ tar_hydrate_child(int rootfd, int fd, int errfd)
 		if (in->total == 0)
 			tar_report(errfd, TAR_EXIT_EMPTY, EINVAL,
 			    "Empty tar payload");
-		tar_report(errfd, TAR_EXIT_BAD, EINVAL, "not a tar archive: %s",
-		    archive_error_string(in->a));
+		tar_in_report(in, TAR_EXIT_BAD, EINVAL,
+		    "not a tar archive: %s", archive_error_string(in->a));
 	}
 	tar_in_entries(in);
 	tar_in_dirs_fix(in);

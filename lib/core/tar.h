@@ -35,7 +35,10 @@
  *   of the report's errno (ENOSPC 507); a signal → 500.  The child stops
  *   at the first bad entry and then reads no more: EPIPE on infd after
  *   that is expected (stop writing; the exit status says why).  Entries
- *   before the bad one stay extracted.  A tar stream holding no entry
+ *   before the bad one stay extracted, and the report's entries counts
+ *   them (the archive's first ones, in its order); the entry it stopped
+ *   at leaves nothing: a file is written to a temp and renamed over its
+ *   name only once whole, the temp removed on failure.  A tar stream holding no entry
  *   (only its end blocks) is success with nothing written.
  *   Refused: absolute names, ".." anywhere in a name, any name whose
  *   directories include a symlink (each parent opened with openat2
@@ -64,10 +67,14 @@
 #define TAR_EXIT_IO		3	/* reading, writing, the disk: errno */
 #define TAR_EXIT_PARTIAL	4	/* persist: unreadable entries left out */
 
-/* The report a child writes on errfd: "<errno> <message>\n". */
+/*
+ * The report a child writes on errfd: "<errno>[:<entries>] <message>\n";
+ * hydrate's tells the entries extracted whole before it stopped.
+ */
 struct tar_report {
-	int	err;
-	char	msg[TAR_ERR_MAX];
+	int		err;
+	long long	entries;	/* -1: not told */
+	char		msg[TAR_ERR_MAX];
 };
 
 /*

@@ -52,6 +52,9 @@ struct watch {
 	bool			 recursive;
 	bool			 gone;
 	bool			 full;		/* a truncated for the dirs limit */
+	bool			 lost;		/* a truncated: not shared now */
+	bool			 opening;	/* in watch_new: no reader yet */
+	char			*owed;		/* its truncated, for the next turn */
 	uint64_t		 id;
 	char			*rel;		/* the directory, to the root */
 	struct watch_dir	*dirs;
@@ -130,13 +133,19 @@ watchtab_free(struct watchtab *t)
 	free(t);
 }
 
+/*
+ * A watch that has lost events is not shared with a new reader: the
+ * reader would start after the truncated that told its readers so, and
+ * go on missing what the watch misses.  It gets a new watch, whose own
+ * losses it is told of as they happen.
+ */
 static struct watch *
 watch_find(struct watchtab *t, const char *rel, bool recursive)
 {
 	struct watch	*w;
 
 	for (w = t->head; w != NULL; w = w->next)
-		if (!w->gone && w->recursive == recursive &&
+		if (!w->gone && !w->lost && w->recursive == recursive &&
 		    strcmp(w->rel, rel) == 0)
 			return w;
 	return NULL;
@@ -166,13 +175,15 @@ watch_close(struct watch *w)
 /*
  * Freed from the loop, never here: the last reader may close it while
  * being told of its events.  A gone directory has nothing more to say
- * to a resumer: at once.
+ * to a resumer, nor has a watch that lost events (no reader joins it):
+ * at once.
  */
 static void
 watch_close_later(struct watch *w)
 {
 	ev_timer_stop(w->tab->loop, &w->linger);
-	ev_timer_set(&w->linger, w->gone ? 0. : WATCH_LINGER, 0.);
+	ev_timer_set(&w->linger, w->gone || w->lost ? 0. : WATCH_LINGER,
+	    0.);
 	ev_timer_start(w->tab->loop, &w->linger);
 }
 
@@ -237,8 +248,17 @@ watch_new(struct watchtab *t, const char *rel, bool recursive)
 	t->head = w;
 	t->n++;
 	ev_io_start(t->loop, &w->io);
-	if (recursive)
+	if (recursive) {
+		/*
+		 * Its first reader takes the head once this returns: a loss
+		 * found now is pushed at the next turn, after that head.
+		 */
+		w->opening = true;
 		(void)watch_scan(w, WATCH_SCAN_BUDGET);	/* big: later */
+		w->opening = false;
+		if (w->owed != NULL)
+			turn_start(t->loop, &w->scan_resume);
+	}
 	return w;
 }
 
@@ -265,6 +285,7 @@ watch_free(struct watch *w)
 	free(w->dirs);
 	while (w->first < w->next_seq)
 		watch_evict(w);
+	free(w->owed);
 	free(w->rel);
 	free(w);
 }
@@ -343,7 +364,9 @@ watch_evict(struct watch *w)
  * Append an event, the oldest dropped to stay within both bounds.  A
  * write or chmod that repeats the last event of this read is that
  * event: nobody has seen it yet.  Out of memory: a truncated (whose ""
- * needs no allocation but one byte, tried last).
+ * needs no allocation but one byte, tried last).  A truncated marks the
+ * watch lost (watch_find); while it is being made, the first one waits
+ * for the next turn (watch_new).
  */
 static void
 watch_push(struct watch *w, enum watch_type type, const char *path)
@@ -351,6 +374,15 @@ watch_push(struct watch *w, enum watch_type type, const char *path)
 	struct watch_event	*e;
 	size_t			 len = strlen(path) + 1;
 	char			*copy;
+
+	if (type == WATCH_TRUNCATED) {
+		w->lost = true;
+		if (w->opening) {
+			if (w->owed == NULL && (w->owed = strdup(path)) == NULL)
+				w->owed = strdup("");
+			return;
+		}
+	}
 
 	if (w->next_seq > w->batch && (type == WATCH_WRITE ||
 	    type == WATCH_CHMOD)) {
@@ -375,6 +407,9 @@ watch_push(struct watch *w, enum watch_type type, const char *path)
 	e->type = type;
 	e->path = copy;
 	w->bytes += len;
+	/* Nobody reads it, nobody will join it: no linger. */
+	if (type == WATCH_TRUNCATED && w->refs == 0)
+		watch_close_later(w);
 }
 
 /* ------------------------------------------------------------------ */
@@ -522,7 +557,7 @@ watch_scan(struct watch *w, int budget)
 		i = w->scan_next++;
 		watch_scan_dir(w, i, w->dirs[i].report);
 	}
-	if (w->scan_next < w->ndirs && !w->gone)
+	if ((w->scan_next < w->ndirs && !w->gone) || w->owed != NULL)
 		turn_start(loop, &w->scan_resume);
 	else
 		turn_stop(loop, &w->scan_resume);
@@ -538,6 +573,11 @@ watch_scan_resume(struct ev_loop *loop, ev_check *c, int revents)
 	(void)loop;
 	(void)revents;
 	w->batch = batch;
+	if (w->owed != NULL) {
+		watch_push(w, WATCH_TRUNCATED, w->owed);
+		free(w->owed);
+		w->owed = NULL;
+	}
 	(void)watch_scan(w, WATCH_SCAN_BUDGET);
 	if (w->next_seq > batch)
 		(void)wlist_walk(&w->subs, watch_tell, NULL);

@@ -6,7 +6,10 @@
  * recursive flag) holds a reference to one watch, and a watch outlives
  * its last reference by WATCH_LINGER seconds, so that a client that
  * reconnects resumes where it was (tend's /v1/watch, envd's WatchDir and
- * its polling watchers all read watches).
+ * its polling watchers all read watches).  A watch that has lost events
+ * (its first truncated) is not shared any more: a reader that comes
+ * after gets a new watch, so that no reader joins a loss it was never
+ * told of; the lost one ends with its last reader, without the linger.
  *
  * What is reported, each event with the path relative to the watched
  * directory ("" for the directory itself):
