@@ -119,6 +119,18 @@ shim_room(struct buf *b)
 	return b->cap - b->len;
 }
 
+/*
+ * Read from fd into the room at b's end (made first: the bytes may move
+ * to the front).
+ */
+static ssize_t
+shim_read(int fd, struct buf *b)
+{
+	size_t	room = shim_room(b);
+
+	return read(fd, b->data + b->len, room);
+}
+
 /* Append within the buffer's size: -1 and ENOBUFS when it is full. */
 static int
 shim_add(struct buf *b, const void *p, size_t n)
@@ -672,7 +684,7 @@ shim_crd_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	b = c->mode == SHIM_SPLICE ? &c->up : &c->in;
-	n = read(c->cfd, b->data + b->len, shim_room(b));
+	n = shim_read(c->cfd, b);
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
 			return;
@@ -759,8 +771,7 @@ shim_ard_cb(struct ev_loop *loop, ev_io *w, int revents)
 	(void)loop;
 	(void)revents;
 	if (!shim_pipe_ok(c))
-		n = read(c->afd, c->down.data + c->down.len,
-		    shim_room(&c->down));
+		n = shim_read(c->afd, &c->down);
 	else if ((n = splice(c->afd, NULL, c->pw, NULL, c->pcap - c->plen,
 	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK)) > 0) {
 		c->plen += n;
@@ -774,8 +785,7 @@ shim_ard_cb(struct ev_loop *loop, ev_io *w, int revents)
 	} else if (n == -1 && errno == EINVAL && c->plen == 0) {
 		/* A socket the kernel cannot splice from: read it. */
 		c->nopipe = true;
-		n = read(c->afd, c->down.data + c->down.len,
-		    shim_room(&c->down));
+		n = shim_read(c->afd, &c->down);
 	}
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
