@@ -463,6 +463,34 @@ class TestOpenAPI(BridgeCase):
         self.assertIn('id="schema-Error"', out)
 
 
+class TestPtySession(BridgeCase):
+    """The /pty's session (the bridge's `session` query, or Session-Id): a
+    fresh terminal starts from the session's cwd and env."""
+
+    def test_session_cwd_env(self):
+        from test_terms_ws import HANDSHAKE, run, websockets, ws_open
+        if websockets is None:
+            self.skipTest("python3-websockets is not installed")
+        r = self.a.post(SB + "/session", {"id": "s1", "cwd": self.ws + "/b", "env": {"PTYV": "v-1"}})
+        self.assertEqual(r.status, 200, r)
+        # Refused before any upgrade: a session ID outside the alphabet.
+        for q in ("session=a;b", "session=" + "a" * 129):
+            j = self.assertError(self.a.get(SB + "/pty?" + q, headers=HANDSHAKE), 400, "invalid_request")
+            self.assertIn("Invalid session ID format", j["error"])
+        a = self.a
+
+        async def go(path, headers, want):
+            c = await ws_open(a, path, bridge=True, headers=headers)
+            await c.send(b"echo \"$(pwd):$PTYV.\"\n")
+            await c.wait_out(want.encode())
+            await c.ws.close()
+        run(go(SB + "/pty?shell=/bin/sh&session=s1", None, "%s/b:v-1." % self.ws))
+        run(go(SB + "/pty?shell=/bin/sh", {"Session-Id": "s1"}, "%s/b:v-1." % self.ws))
+        # The query's own cwd wins; an unknown session adds nothing.
+        run(go(SB + "/pty?shell=/bin/sh&session=s1&cwd=" + self.ws, None, "%s:v-1." % self.ws))
+        run(go(SB + "/pty?shell=/bin/sh&session=nope", None, "%s:." % self.ws))
+
+
 class TestOpenAPIBridgePaths(BridgeCase):
     """Issue 30 item 3: the document names the bridge's paths as the bridge
     does ({id}), /pty included, as its integration script reads them."""
@@ -479,7 +507,7 @@ class TestOpenAPIBridgePaths(BridgeCase):
         params = pty.get("parameters", []) + item.get("parameters", [])
         refs = doc["components"]["parameters"]
         names = {(refs[x["$ref"].rsplit("/", 1)[1]] if "$ref" in x else x)["name"] for x in params}
-        for n in ("id", "cols", "rows", "shell"):
+        for n in ("id", "cols", "rows", "shell", "session"):
             self.assertIn(n, names)
         for code in ("101", "400", "502"):
             self.assertIn(code, pty["responses"])
