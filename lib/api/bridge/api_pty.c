@@ -45,7 +45,7 @@ api_pty_session(struct http_req *r, const char **cwd, char buf[PATH_MAX],
 	if ((sid = http_header(r, "Session-Id")) == NULL) {
 		/* One too long for the buffer is too long for an ID. */
 		if ((rc = http_query(r, "session", q, sizeof(q))) == -1) {
-			api_err_set(e, 400, "invalid_request", "session",
+			api_err_set(e, 400, "invalid_request", NULL,
 			    "Invalid session ID format");
 			return -1;
 		}
