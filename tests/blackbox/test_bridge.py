@@ -3,11 +3,13 @@ lifecycle routes, {sandboxId} validation, the stable exec's SSE as the
 bridge's clients parse it, workspace confinement of cwd, mount/unmount,
 exit.signal absent unless signalled, and the OpenAPI document and page."""
 import base64
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import unittest
@@ -109,6 +111,105 @@ class TestLifecycle(BridgeCase):
                 self.assertIn("Invalid sandbox ID format", j["error"])
         self.assertEqual(self.a.get("/v1/sandbox/%s/running" % ("a" * 128)).status, 200)
         self.assertEqual(self.a.get("/v1/sandbox/A.b_c-9/running").status, 200)
+
+
+class TestCreateExisting(BridgeCase):
+    """Issue 30 item 7: one tend, one sandbox: the ID is stable, and a
+    second create while the first holds it says so (existing), not silently
+    the same sandbox; a DELETE frees it."""
+
+    def test_second_create_is_existing(self):
+        r = self.a.post("/v1/sandbox", {})
+        self.assertEqual(r.status, 200, r)
+        first = r.json
+        self.assertEqual(first["existing"], False, first)
+        name = first["id"]
+        for _ in range(2):
+            r = self.a.post("/v1/sandbox")
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(r.json, {"id": name, "existing": True})
+        self.assertEqual(self.a.delete("/v1/sandbox/" + name, timeout=20).status, 204)
+        self.assertEqual(self.a.post("/v1/sandbox").json, {"id": name, "existing": False})
+        self.assertEqual(self.a.post("/v1/sandbox").json, {"id": name, "existing": True})
+
+
+class TestDeleteEnds(BridgeCase):
+    """Issue 30 item 6: DELETE ends every process and terminal, the agent
+    stays up, and running is false until a request needs the sandbox."""
+
+    def running(self):
+        r = self.a.get(SB + "/running")
+        self.assertEqual(r.status, 200, r)
+        return r.json["running"]
+
+    def test_running_false_until_needed(self):
+        self.assertEqual(self.a.post("/v1/sandbox").status, 200)
+        p = self.a.post(SB + "/processes", {"argv": ["sleep", "60"]})
+        self.assertIn(p.status, (200, 201), p)
+        t = self.a.post(SB + "/terminals", {"argv": ["sleep", "60"]})
+        self.assertIn(t.status, (200, 201), t)
+        self.assertTrue(self.running())
+        r = self.a.delete(SB, timeout=20)
+        self.assertEqual((r.status, r.body), (204, b""), r)
+        st = self.a.status(p.json["id"]).json
+        self.assertEqual(st["state"], "exited", st)
+        # Read through the API's own routes: a bridge path would need the sandbox.
+        tj = self.a.get("/v1/terminals/" + t.json["id"]).json
+        self.assertEqual(tj["status"], "exited", tj)
+        h = self.a.health()
+        self.assertEqual(h["processes"]["running"], 0, h)
+        # Asking, twice, or deleting again does not revive it.
+        self.assertFalse(self.running())
+        self.assertFalse(self.running())
+        self.assertEqual(self.a.delete("/v1/sandbox/other-id", timeout=20).status, 204)
+        self.assertFalse(self.running())
+        self.assertEqual(self.a.get("/v1/health").status, 200)
+        # A request that needs the sandbox does, under any ID.
+        r = self.a.request("PUT", "/v1/sandbox/other-id/file%s/x.txt" % self.ws, body=b"x")
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(self.running())
+        # So does a create.
+        self.assertEqual(self.a.delete(SB, timeout=20).status, 204)
+        self.assertFalse(self.running())
+        self.assertEqual(self.a.post("/v1/sandbox").json["existing"], False)
+        self.assertTrue(self.running())
+
+    def test_a_process_outside_the_namespace_runs(self):
+        self.assertEqual(self.a.delete(SB, timeout=20).status, 204)
+        self.assertFalse(self.running())
+        # Started through the API's own routes: running while it runs.
+        p = self.a.launch_ok(["sleep", "60"])
+        self.assertTrue(self.running())
+        self.assertEqual(self.a.post("/v1/processes/%s/kill" % p["id"], {"signal": 9}).status, 204)
+        self.a.wait_ended(p["id"])
+        self.assertFalse(self.running())
+
+
+class TestPersistGet(BridgeCase):
+    """Issue 30 item 4: Mastra's client reads the workspace with GET, its
+    excludes comma-joined and percent-escaped (URLSearchParams)."""
+
+    def names(self, r):
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.header("content-type"), "application/octet-stream")
+        names = tarfile.open(fileobj=io.BytesIO(r.body)).getnames()
+        return sorted(n[2:] if n.startswith("./") else n.rstrip("/") for n in names)
+
+    def test_get_as_post(self):
+        for d in ("node_modules/x", ".git", "src"):
+            os.makedirs(os.path.join(self.ws, d))
+        for f in ("node_modules/x/a.js", ".git/HEAD", "src/main.py"):
+            with open(os.path.join(self.ws, f), "w") as fh:
+                fh.write(f)
+        q = "?excludes=node_modules%2C.git"
+        got = self.names(self.a.get(SB + "/persist" + q))
+        self.assertEqual(got, self.names(self.a.post(SB + "/persist" + q)))
+        self.assertEqual(got, self.names(self.a.post(SB + "/persist?excludes=node_modules,.git")))
+        self.assertIn("src/main.py", got)
+        self.assertFalse([n for n in got if n.startswith(("node_modules", ".git"))], got)
+        self.assertIn(".git/HEAD", self.names(self.a.get(SB + "/persist")))
+        j = self.assertError(self.a.get(SB + "/persist?excludes=..%2Fsecret"), 400, "invalid_request")
+        self.assertIn("..", j["error"])
 
 
 class TestExec(BridgeCase):
@@ -360,6 +461,68 @@ class TestOpenAPI(BridgeCase):
         self.assertIn("<nav>", out)
         self.assertIn("POST /v1/sandbox/{id}/exec", out)
         self.assertIn('id="schema-Error"', out)
+
+
+class TestPtySession(BridgeCase):
+    """The /pty's session (the bridge's `session` query, or Session-Id): a
+    fresh terminal starts from the session's cwd and env."""
+
+    def test_session_cwd_env(self):
+        from test_terms_ws import HANDSHAKE, run, websockets, ws_open
+        if websockets is None:
+            self.skipTest("python3-websockets is not installed")
+        r = self.a.post(SB + "/session", {"id": "s1", "cwd": self.ws + "/b", "env": {"PTYV": "v-1"}})
+        self.assertEqual(r.status, 200, r)
+        # Refused before any upgrade: a session ID outside the alphabet.
+        for q in ("session=a;b", "session=" + "a" * 129):
+            j = self.assertError(self.a.get(SB + "/pty?" + q, headers=HANDSHAKE), 400, "invalid_request")
+            self.assertIn("Invalid session ID format", j["error"])
+        a = self.a
+
+        async def go(path, headers, want):
+            c = await ws_open(a, path, bridge=True, headers=headers)
+            await c.send(b"echo \"$(pwd):$PTYV.\"\n")
+            await c.wait_out(want.encode())
+            await c.ws.close()
+        run(go(SB + "/pty?shell=/bin/sh&session=s1", None, "%s/b:v-1." % self.ws))
+        run(go(SB + "/pty?shell=/bin/sh", {"Session-Id": "s1"}, "%s/b:v-1." % self.ws))
+        # The query's own cwd wins; an unknown session adds nothing.
+        run(go(SB + "/pty?shell=/bin/sh&session=s1&cwd=" + self.ws, None, "%s:v-1." % self.ws))
+        run(go(SB + "/pty?shell=/bin/sh&session=nope", None, "%s:." % self.ws))
+
+
+class TestOpenAPIBridgePaths(BridgeCase):
+    """Issue 30 item 3: the document names the bridge's paths as the bridge
+    does ({id}), /pty included, as its integration script reads them."""
+
+    def test_pty_entry_as_the_bridge_checks_it(self):
+        doc = json.loads(self.a.get("/v1/openapi.json").body)
+        self.assertEqual(doc["openapi"], "3.1.0")
+        for p in ("exec", "pty", "file/{path}", "running", "persist", "hydrate"):
+            self.assertIn("/v1/sandbox/{id}/" + p, doc["paths"])
+        self.assertIn("/health", doc["paths"])
+        item = doc["paths"]["/v1/sandbox/{id}/pty"]
+        pty = item["get"]
+        self.assertEqual(pty["operationId"], "ptyTerminal")
+        params = pty.get("parameters", []) + item.get("parameters", [])
+        refs = doc["components"]["parameters"]
+        names = {(refs[x["$ref"].rsplit("/", 1)[1]] if "$ref" in x else x)["name"] for x in params}
+        for n in ("id", "cols", "rows", "shell", "session"):
+            self.assertIn(n, names)
+        for code in ("101", "400", "502"):
+            self.assertIn(code, pty["responses"])
+
+    def test_every_bridge_path_says_id(self):
+        doc = json.loads(self.a.get("/v1/openapi.json").body)
+        bridge = [p for p in doc["paths"] if p.startswith("/v1/sandbox/")]
+        self.assertGreater(len(bridge), 10)
+        self.assertEqual([p for p in bridge if not p.startswith("/v1/sandbox/{id}")], [])
+        self.assertNotIn("sandboxId", json.dumps(doc["paths"]))
+        # What the bridge serves there: the pty route answers (no upgrade: 400).
+        r = self.a.get(SB + "/pty")
+        self.assertError(r, 400)
+        self.assertEqual(set(doc["paths"]["/v1/sandbox/{id}/persist"]) & {"get", "post"},
+                         {"get", "post"})
 
 
 if __name__ == "__main__":

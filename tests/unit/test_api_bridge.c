@@ -1,9 +1,11 @@
 /*
  * api_bridge: the /v1/sandbox/{sandboxId} rewrite alone, on paths
- * as the server hands them over (query removed, in a buffer of its own).
+ * as the server hands them over (query removed, in a buffer of its own),
+ * and the sandbox's lifecycle state as the map moves it.
  * What the server does with the result is test_http's (route_namespace).
  */
 #include <check.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "api/bridge/api_bridge.h"
@@ -90,6 +92,43 @@ START_TEST(bad_id_routed_to_400)
 }
 END_TEST
 
+/* A DELETED sandbox: only a path that uses it revives it (FREE). */
+START_TEST(deleted_revived_by_use)
+{
+	static const struct {
+		const char	*path;
+		bool		 revives;
+	} cases[] = {
+		{ "/v1/sandbox/sb/running", false },	/* asking */
+		{ "/v1/sandbox/sb", false },		/* DELETE again */
+		{ "/v1/sandbox/a;b/exec", false },	/* a bad ID: 400 */
+		{ "/v1/processes", false },		/* not the bridge's */
+		{ "/v1/sandbox", false },		/* POST: its handler's */
+		{ "/v1/sandbox/sb/running/x", true },
+		{ "/v1/sandbox/sb/exec", true },
+		{ "/v1/sandbox/other/file/workspace/a", true },
+	};
+	char	b[128], *p;
+	size_t	i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		api_bridge_set_life(API_BRIDGE_DELETED);
+		strcpy(b, cases[i].path);
+		p = b;
+		(void)api_bridge_map(&p);
+		ck_assert_msg(api_bridge_life() == (cases[i].revives ?
+		    API_BRIDGE_FREE : API_BRIDGE_DELETED), "%s", cases[i].path);
+	}
+	/* A CREATED one stays so: only POST and DELETE change it. */
+	api_bridge_set_life(API_BRIDGE_CREATED);
+	strcpy(b, "/v1/sandbox/sb/exec");
+	p = b;
+	ck_assert(api_bridge_map(&p));
+	ck_assert_int_eq(api_bridge_life(), API_BRIDGE_CREATED);
+	api_bridge_set_life(API_BRIDGE_FREE);
+}
+END_TEST
+
 Suite *
 api_bridge_suite(void)
 {
@@ -99,6 +138,7 @@ api_bridge_suite(void)
 	tcase_add_test(tc, prefix_routed_as_api);
 	tcase_add_test(tc, outside_untouched);
 	tcase_add_test(tc, bad_id_routed_to_400);
+	tcase_add_test(tc, deleted_revived_by_use);
 	suite_add_tcase(s, tc);
 	return s;
 }

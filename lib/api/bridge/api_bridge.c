@@ -11,6 +11,8 @@
 static const char	api_bridge_prefix[] = "/v1/sandbox/";
 static const char	api_bridge_as[] = "/v1";	/* what the prefix is read as */
 
+static enum api_bridge_life	api_bridge_state;
+
 bool
 api_bridge_id_valid(const char *id, size_t n)
 {
@@ -52,8 +54,30 @@ api_bridge_rewrite(char **path)
 	return API_BRIDGE_IN;
 }
 
+enum api_bridge_life
+api_bridge_life(void)
+{
+	return api_bridge_state;
+}
+
+void
+api_bridge_set_life(enum api_bridge_life l)
+{
+	api_bridge_state = l;
+}
+
+/*
+ * A request that uses the sandbox revives it, as the bridge's next use of
+ * a destroyed sandbox's ID starts a container; asking whether it runs, or
+ * deleting it again, does not.
+ */
 bool
 api_bridge_map(char **path)
 {
-	return api_bridge_rewrite(path) != API_BRIDGE_OUTSIDE;
+	enum api_bridge_ns	ns = api_bridge_rewrite(path);
+
+	if (ns == API_BRIDGE_IN && api_bridge_state == API_BRIDGE_DELETED &&
+	    strcmp(*path, "/v1") != 0 && strcmp(*path, "/v1/running") != 0)
+		api_bridge_state = API_BRIDGE_FREE;
+	return ns != API_BRIDGE_OUTSIDE;
 }

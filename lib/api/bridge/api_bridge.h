@@ -28,7 +28,22 @@ enum api_bridge_ns {
  * which the bridge's table answers with 400 for every method.
  */
 enum api_bridge_ns api_bridge_rewrite(char **path);
-/* api_bridge_rewrite as struct api_ns's rewrite: true unless OUTSIDE. */
+/*
+ * The container's one sandbox as the bridge's clients see it (proto
+ * README §14): DELETE ends it, the next request that needs it revives it.
+ */
+enum api_bridge_life {
+	API_BRIDGE_FREE = 0,		/* no POST /v1/sandbox holds it */
+	API_BRIDGE_CREATED,		/* a POST /v1/sandbox handed out its ID */
+	API_BRIDGE_DELETED		/* a DELETE ended it; nothing needed it since */
+};
+enum api_bridge_life	api_bridge_life(void);
+void	api_bridge_set_life(enum api_bridge_life);
+/*
+ * api_bridge_rewrite as struct api_ns's rewrite: true unless OUTSIDE.  A
+ * path of the namespace other than the lifecycle's own ("/v1/sandbox/{id}"
+ * and its "/running") revives a DELETED sandbox (FREE).
+ */
 bool	api_bridge_map(char **path);
 /* ^[A-Za-z0-9._-]{1,128}$ on the n bytes of id. */
 bool	api_bridge_id_valid(const char *id, size_t n);

@@ -9,8 +9,10 @@
 #include "api/api.h"
 #include "api/api_term_src.h"
 #include "api/api_term_ws.h"
+#include "api_bridge.h"
 #include "api_pty.h"
 #include "api_sandbox.h"
+#include "api_session.h"
 #include "core/term.h"
 #include "store/record.h"
 
@@ -28,14 +30,41 @@ api_pty_id(struct http_req *r, char *q, size_t n)
 }
 
 /*
+ * The session a /pty names (Session-Id, which wins, or session): a fresh
+ * terminal starts from its cwd and env, as the bridge scopes the PTY to
+ * the session.  None named, or an unknown one: *cwd and *env NULL.
+ */
+static int
+api_pty_session(struct http_req *r, const char **cwd, char buf[PATH_MAX],
+    char ***env, struct api_err *e)
+{
+	const char	*sid;
+	char		 q[API_BRIDGE_ID_MAX + 2];
+	int		 rc;
+
+	if ((sid = http_header(r, "Session-Id")) == NULL) {
+		/* One too long for the buffer is too long for an ID. */
+		if ((rc = http_query(r, "session", q, sizeof(q))) == -1) {
+			api_err_set(e, 400, "invalid_request", NULL,
+			    "Invalid session ID format");
+			return -1;
+		}
+		if (rc == 1 && q[0] != '\0')
+			sid = q;
+	}
+	return api_session_term(sid, cwd, buf, env, e);
+}
+
+/*
  * The query's cwd confined to the workspace, as the bridge's exec's:
- * the normalised copy in buf, or the default (the workspace) when there
- * is none and the terminal is a new one (NULL for a reattach); -1 with
- * 403.  One too long for a path is not in the workspace either.
+ * the normalised copy in buf, or when there is none and the terminal is
+ * a new one the session's (scwd) or the default (the workspace); NULL
+ * for a reattach; -1 with 403.  One too long for a path is not in the
+ * workspace either.
  */
 static int
 api_pty_cwd(struct api *a, struct http_req *r, bool reattach,
-    const char **cwd, char buf[PATH_MAX], struct api_err *e)
+    const char *scwd, const char **cwd, char buf[PATH_MAX], struct api_err *e)
 {
 	char	q[PATH_MAX];
 	int	rc;
@@ -44,17 +73,19 @@ api_pty_cwd(struct api *a, struct http_req *r, bool reattach,
 	if ((rc = http_query(r, "cwd", q, sizeof(q))) == 0 ||
 	    (rc == 1 && q[0] == '\0')) {
 		if (!reattach)
-			*cwd = api_sandbox_default_cwd(a->files);
+			*cwd = scwd != NULL ? scwd :
+			    api_sandbox_default_cwd(a->files);
 		return 0;
 	}
 	*cwd = rc == 1 ? q : "";
 	return api_sandbox_cwd_path(a->files, cwd, buf, e);
 }
 
-/* A terminal for /pty: the named one, or a new one (shell, cwd, size). */
+/* A terminal for /pty: the named one, or a new one (shell, cwd, env, size). */
 static struct term *
 api_pty_term(struct http_req *r, struct termtab *tt, const char *id,
-    const char *cwd, unsigned int cols, unsigned int rows, struct api_err *e)
+    const char *cwd, char **env, unsigned int cols, unsigned int rows,
+    struct api_err *e)
 {
 	struct term_opts	 o = { 0 };
 	struct term		*t;
@@ -76,6 +107,7 @@ api_pty_term(struct http_req *r, struct termtab *tt, const char *id,
 		o.argv = argv;
 	}
 	o.cwd = cwd;
+	o.env = env;
 	o.id = id;
 	o.cols = cols;
 	o.rows = rows;
@@ -108,7 +140,7 @@ api_pty_boot(struct api *a, struct http_req *r, const char *id,
 
 /*
  * The bridge's GET /v1/sandbox/{id}/pty?cols=&rows=&shell=&cwd=&terminalId=
- * (routed as /v1/pty).
+ * &session= (routed as /v1/pty).
  */
 static void
 api_pty_get(struct http_conn *c, struct http_req *r)
@@ -117,9 +149,10 @@ api_pty_get(struct http_conn *c, struct http_req *r)
 	struct api_err		 e;
 	struct api_term_ws	*s;
 	struct term		*t = NULL;
-	const char		*id, *cwd;
+	const char		*id, *cwd, *scwd;
 	unsigned int		 cols, rows;
 	char			 hdr[64], q[PROC_ID_MAX + 2], buf[PATH_MAX];
+	char			 sbuf[PATH_MAX], **env = NULL;
 	bool			 found;
 	int			 rc;
 
@@ -130,24 +163,27 @@ api_pty_get(struct http_conn *c, struct http_req *r)
 	if ((rc = api_pty_boot(a, r, id, s, &e)) == -1 ||
 	    api_term_ws_dims(r, &cols, &rows, &e) == -1 ||
 	    api_term_ws_handshake(r, hdr, sizeof(hdr), &e) == -1 ||
-	    api_pty_cwd(a, r, found || rc != 0, &cwd, buf, &e) == -1) {
+	    api_pty_session(r, &scwd, sbuf, &env, &e) == -1 ||
+	    api_pty_cwd(a, r, found || rc != 0, scwd, &cwd, buf, &e) == -1) {
 		api_term_ws_refuse(c, s, &e);
-		return;
+		goto out;
 	}
 	/* An earlier boot's record (rc 1) is read as it is: no terminal. */
-	if (rc == 0 && (t = api_pty_term(r, a->terms, id, cwd, cols, rows,
+	if (rc == 0 && (t = api_pty_term(r, a->terms, id, cwd, env, cols, rows,
 	    &e)) == NULL) {
 		api_term_ws_refuse(c, s, &e);
-		return;
+		goto out;
 	}
 	api_term_ws_set_term(s, t, id == NULL);
 	if (api_term_ws_follow(s, NULL, &e) == -1) {
 		api_term_ws_refuse(c, s, &e);
-		return;
+		goto out;
 	}
 	if (rc == 0 && found && cols != 0 && rows != 0 && !term_ended(t))
 		(void)term_resize(t, cols, rows);
 	api_term_ws_attach(c, s, hdr);
+out:
+	api_launch_free(NULL, env);
 }
 
 const struct http_route api_pty_bridge_routes[] = {

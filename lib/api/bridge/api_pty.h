@@ -1,9 +1,10 @@
 /*
  * api_pty: the bridge's terminal over a WebSocket, GET
- * /v1/sandbox/{id}/pty?cols=&rows=&shell=&cwd=&terminalId= (routed as
- * /v1/pty): a terminal's session (lib/api/api_term_ws.h) in the bridge's
- * framing, on the named terminal or on a fresh one in the workspace,
- * which ends when its socket closes.
+ * /v1/sandbox/{id}/pty?cols=&rows=&shell=&cwd=&terminalId=&session=
+ * (routed as /v1/pty): a terminal's session (lib/api/api_term_ws.h) in
+ * the bridge's framing, on the named terminal or on a fresh one in the
+ * workspace (or the bridge session's cwd, with its env), which ends when
+ * its socket closes.
  */
 #ifndef TEND_API_PTY_H
 #define TEND_API_PTY_H

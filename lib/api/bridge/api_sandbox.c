@@ -52,6 +52,7 @@ static void	api_sandbox_launch(struct http_conn *, struct http_req *);
 static void	api_sandbox_term_create(struct http_conn *, struct http_req *);
 static void	api_sandbox_mount(struct http_conn *, struct http_req *);
 static void	api_sandbox_unmount(struct http_conn *, struct http_req *);
+static bool	api_sandbox_all_ended(struct api *);
 
 const struct http_route api_sandbox_routes[] = {
 	{ "POST",	"/v1/sandbox",		api_sandbox_create, NULL },
@@ -107,7 +108,12 @@ api_sandbox_name(char *out, size_t n)
 		(void)snprintf(out, n, "tend");
 }
 
-/* POST /v1/sandbox */
+/*
+ * POST /v1/sandbox: one container, one sandbox, so one ID.  "existing"
+ * says whether an earlier POST, not deleted since, handed it out already:
+ * a client that means to make a second sandbox learns it shares this one,
+ * while a client that creates again (after a restart, say) still works.
+ */
 static void
 api_sandbox_create(struct http_conn *c, struct http_req *r)
 {
@@ -118,6 +124,9 @@ api_sandbox_create(struct http_conn *c, struct http_req *r)
 	api_sandbox_name(name, sizeof(name));
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "id", name);
+	cJSON_AddBoolToObject(j, "existing",
+	    api_bridge_life() == API_BRIDGE_CREATED);
+	api_bridge_set_life(API_BRIDGE_CREATED);
 	http_reply_json(c, 200, j);
 }
 
@@ -138,12 +147,21 @@ api_sandbox_health(struct http_conn *c, struct http_req *r)
 	api_sandbox_ok(c, "ok");
 }
 
-/* GET /v1/sandbox/{id}/running: the container answers, so it runs. */
+/*
+ * GET /v1/sandbox/{id}/running: the container answers, so it runs, unless
+ * a DELETE ended the sandbox, nothing has needed it since and nothing
+ * (started through the API's own routes, say) runs in it.
+ */
 static void
 api_sandbox_running(struct http_conn *c, struct http_req *r)
 {
+	cJSON	*j = cJSON_CreateObject();
+
 	(void)r;
-	api_sandbox_ok(c, "running");
+	cJSON_AddBoolToObject(j, "running",
+	    api_bridge_life() != API_BRIDGE_DELETED ||
+	    !api_sandbox_all_ended(api_of(c)));
+	http_reply_json(c, 200, j);
 }
 
 /* Any method on /v1/sandbox/{bad}/...: before the route is looked at. */
@@ -213,7 +231,11 @@ api_sandbox_terminate_all(struct api *a)
 	return longest;
 }
 
-/* DELETE /v1/sandbox/{id}: 204 when all have ended, or past the grace. */
+/*
+ * DELETE /v1/sandbox/{id}: 204 when all have ended, or past the grace.
+ * The bridge destroys the container; tend, its PID 1, ends everything in
+ * it instead and answers running:false until the sandbox is needed again.
+ */
 static void
 api_sandbox_delete(struct http_conn *c, struct http_req *r)
 {
@@ -223,6 +245,7 @@ api_sandbox_delete(struct http_conn *c, struct http_req *r)
 	double			 grace;
 
 	(void)r;
+	api_bridge_set_life(API_BRIDGE_DELETED);
 	api_session_clear();
 	grace = api_sandbox_terminate_all(a);
 	if (api_sandbox_all_ended(a)) {

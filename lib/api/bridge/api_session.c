@@ -6,6 +6,7 @@
  */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api_files.h"
@@ -191,6 +192,59 @@ api_session_delete(struct http_conn *c, struct http_req *r)
 	http_reply_json(c, 200, out);
 }
 
+/* The session a request names: NULL and 0 for none or an unknown one. */
+static int
+api_session_named(const char *sid, struct api_session **s, struct api_err *e)
+{
+	*s = NULL;
+	if (sid == NULL)
+		return 0;
+	if (!api_bridge_id_valid(sid, strlen(sid))) {
+		api_err_set(e, 400, "invalid_request", NULL, "Invalid session "
+		    "ID format");
+		return -1;
+	}
+	*s = api_session_find(sid);
+	return 0;
+}
+
+int
+api_session_term(const char *sid, const char **cwd, char buf[PATH_MAX],
+    char ***env, struct api_err *e)
+{
+	struct api_session	*s;
+	const cJSON		*el;
+	char			**v;
+	size_t			  i = 0;
+
+	*cwd = NULL;
+	*env = NULL;
+	if (api_session_named(sid, &s, e) == -1)
+		return -1;
+	if (s == NULL)
+		return 0;
+	memcpy(buf, s->cwd, sizeof(s->cwd));
+	*cwd = buf;
+	if (s->env == NULL)
+		return 0;
+	/* Checked as a launch's env when the session was made. */
+	if ((v = calloc((size_t)cJSON_GetArraySize(s->env) + 1,
+	    sizeof(*v))) == NULL)
+		goto nomem;
+	*env = v;
+	cJSON_ArrayForEach(el, s->env) {
+		if (asprintf(&v[i], "%s=%s", el->string, el->valuestring) == -1) {
+			v[i] = NULL;
+			goto nomem;
+		}
+		i++;
+	}
+	return 0;
+nomem:
+	api_err_nomem(e);
+	return -1;
+}
+
 int
 api_session_apply(const char *sid, cJSON *j, struct api_err *e)
 {
@@ -200,12 +254,9 @@ api_session_apply(const char *sid, cJSON *j, struct api_err *e)
 
 	if (sid == NULL || !cJSON_IsObject(j))
 		return 0;
-	if (!api_bridge_id_valid(sid, strlen(sid))) {
-		api_err_set(e, 400, "invalid_request", NULL, "Invalid session "
-		    "ID format");
+	if (api_session_named(sid, &s, e) == -1)
 		return -1;
-	}
-	if ((s = api_session_find(sid)) == NULL)
+	if (s == NULL)
 		return 0;
 	if (cJSON_GetObjectItemCaseSensitive(j, "cwd") == NULL &&
 	    cJSON_AddStringToObject(j, "cwd", s->cwd) == NULL)

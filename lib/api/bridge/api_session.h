@@ -7,6 +7,8 @@
 #ifndef TEND_API_SESSION_H
 #define TEND_API_SESSION_H
 
+#include <limits.h>
+
 #include "api/api.h"
 
 void	api_session_create(struct http_conn *, struct http_req *);
@@ -17,6 +19,14 @@ void	api_session_delete(struct http_conn *, struct http_req *);
  * outside the bridge's alphabet is -1 with 400.
  */
 int	api_session_apply(const char *sid, cJSON *j, struct api_err *);
+/*
+ * A fresh terminal's start in session sid (NULL: none): its cwd into buf
+ * (*cwd then points at it; NULL when there is no such session) and its
+ * env as "K=V" entries into *env (NULL without one; freed with
+ * api_launch_free).  An ID outside the bridge's alphabet is -1 with 400.
+ */
+int	api_session_term(const char *sid, const char **cwd, char buf[PATH_MAX],
+	    char ***env, struct api_err *);
 /* Every session gone (DELETE /v1/sandbox/{id}). */
 void	api_session_clear(void);
 
