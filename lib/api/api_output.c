@@ -715,8 +715,8 @@ api_output_raw(struct http_conn *c, struct http_req *r)
  * (a query refused after the record, as it always was).
  */
 static int
-api_output_logs_open(struct api_reader *rd, struct http_req *r, bool poll,
-    struct api_err *e)
+api_output_logs_open(struct api_reader *rd, struct http_req *r,
+    bool as_json, struct api_err *e)
 {
 	struct follow_opts	 o = { 0 };
 	struct follow_src	 src;
@@ -736,7 +736,7 @@ api_output_logs_open(struct api_reader *rd, struct http_req *r, bool poll,
 	}
 	o.walk = FOLLOW_RECORDS;
 	o.follow = follow == 1;
-	o.piece = poll ? LOGS_PIECE : 0;	/* SSE: a cursor a chunk */
+	o.piece = as_json ? LOGS_PIECE : 0;	/* SSE: a cursor a chunk */
 	src.until = o.follow ? PROC_END_OUTPUT : PROC_END_STATE;
 	if ((rd->f = follow_new(proctab_loop(rd->api->tab), &src,
 	    &o)) == NULL) {
@@ -759,19 +759,19 @@ api_output_logs(struct http_conn *c, struct http_req *r)
 	struct api_err		 e;
 	const char		*accept;
 	uint64_t		 limit;
-	bool			 poll;
+	bool			 as_json;
 
 	accept = http_header(r, "Accept");
-	poll = accept != NULL && strstr(accept, "application/json") != NULL &&
+	as_json = accept != NULL && strstr(accept, "application/json") != NULL &&
 	    strstr(accept, "text/event-stream") == NULL;
 	if ((rd = api_reader_new(c)) == NULL)
 		return;
-	if (api_output_logs_open(rd, r, poll, &e) == -1) {
+	if (api_output_logs_open(rd, r, as_json, &e) == -1) {
 		api_reply_err(c, &e);
 		api_reader_free(rd);
 		return;
 	}
-	if (!poll)
+	if (!as_json)
 		api_reader_stream(rd, &api_sse_sink);
 	else if (api_output_limit_query(r, &limit, &e) == 0)
 		api_poll(rd, limit);

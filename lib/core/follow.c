@@ -284,11 +284,6 @@ follow_log_bad(struct follow *f)
 	f->bad = 0;
 }
 
-/*
- * The retained part of a record, read into follow_buf: its length (0
- * when the disk bound released all of it); released bytes add to
- * f->skipped.
- */
 /* The bytes of rec before start (released). */
 static uint64_t
 follow_rec_skip(const struct ls_rec *rec, uint64_t start)
@@ -299,6 +294,11 @@ follow_rec_skip(const struct ls_rec *rec, uint64_t start)
 	    rec->len;
 }
 
+/*
+ * The retained part of a record, read into follow_buf: its length (0
+ * when the disk bound released all of it); released bytes add to
+ * f->skipped.
+ */
 static size_t
 follow_rec_data(struct follow *f, const struct ls_rec *rec)
 {
@@ -475,7 +475,6 @@ follow_pump_records(struct follow *f)
 {
 	struct ls_rec	rec;
 	size_t		n, sent = 0;
-
 	enum pump	rc;
 
 	for (;;) {

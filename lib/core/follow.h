@@ -1,8 +1,8 @@
 /*
  * follow: the pump from a cursor through a record's logstore to a sink.
  *
- * A reader never holds output in memory beyond one chunk: the files are
- * the buffer.  A follow reads the index from its own position while its
+ * A reader never holds output in memory beyond one chunk (one piece, for
+ * a sink that takes records in pieces): the files are the buffer.  A follow reads the index from its own position while its
  * sink takes data, pauses when the sink's pending bytes pass its high
  * mark, and resumes on follow_drained or when the process produced more.
  * One callback sends at most LOGS_PUMP_BYTES and looks at most at
