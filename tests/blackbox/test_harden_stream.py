@@ -117,9 +117,11 @@ class TestUnreadEnvdStreams(AgentTestCase):
             per = (rss2 - rss0) / self.N
             sys.stderr.write("\n  unread Connect streams: VmRSS %d -> %d (opened) -> %d KiB "
                              "(%.1f KiB a stream)\n" % (rss0, rss1, rss2, per))
-            # A stream holds what its socket does not take, at most a
-            # bounded queue (STREAM_OUT_HIGH) and one envelope piece.
-            self.assertLess(per, 48, "VmRSS %d -> %d KiB for %d unread streams"
+            # A stream holds its connection and, of the output its socket
+            # does not take, a queue below LOGS_OUT_HIGH plus one piece
+            # (LOGS_PIECE as base64): about 32 KiB.  Sanitizers keep freed
+            # buffers resident a while: there only runaway growth is caught.
+            self.assertLess(per, 512 if SLOW else 48, "VmRSS %d -> %d KiB for %d unread streams"
                             % (rss0, rss2, self.N))
             # They are streams still: one is read to its live data.
             st = streams[0]
@@ -222,8 +224,10 @@ class TestJSONPollStreamed(AgentTestCase):
             self.assertIs(j["ended"], True)
         self.assertEqual(h.errors, [])
         if hwm_ok:
-            # Not built in memory: a poll holds a piece or two, not its reply.
-            self.assertLess(hwm1 - hwm0, 8 * 1024, "VmHWM %d -> %d KiB" % (hwm0, hwm1))
+            # Not built in memory: a poll holds a piece or two, not its reply
+            # (22 MB of base64 each, built then copied: ~85 MB for two).
+            self.assertLess(hwm1 - hwm0, (48 if SLOW else 8) * 1024,
+                            "VmHWM %d -> %d KiB" % (hwm0, hwm1))
         self.assertLessEqual(p99, 0.25 if SLOW else 0.05, "health p99 %.1f ms" % (p99 * 1000))
 
 
