@@ -35,6 +35,8 @@
 struct tsrc {
 	struct logstore	 ro;		/* its output, read-only */
 	cJSON		*final;		/* its last status; NULL: this boot's */
+	struct exit_status exit;	/* final's "exit", read once */
+	bool		 exited;	/* ... which it has */
 	char		 boot[API_BOOT_Q_MAX];
 	char		 id[PROC_ID_MAX + 1];
 };
@@ -112,6 +114,8 @@ tsrc_open(struct api *a, struct http_req *r, const char *id,
 		api_err_nomem(e);
 		return -1;
 	}
+	src->exited = job_exit_parse(&src->exit,
+	    cJSON_GetObjectItemCaseSensitive(src->final, "exit")) == 0;
 	return 1;
 }
 
@@ -125,26 +129,32 @@ tsrc_str(const cJSON *j, const char *name)
 }
 
 /*
+ * How the terminal ended, when it is known: the live one's exit (NULL
+ * while it runs), or the earlier boot's status's.
+ */
+static const struct exit_status *
+tsrc_exit(const struct tsrc *src, struct term *t)
+{
+	if (t != NULL)
+		return term_exit(t);
+	return src->exited ? &src->exit : NULL;
+}
+
+/*
  * How the terminal ended, into j: "exit" {"code","signal"} when it is
- * known — the live one's, or the earlier boot's status's — and the
- * status's "error" (lost) when it is not.
+ * known (tsrc_exit), and the earlier boot's status's "error" (lost).
  */
 static void
 tsrc_ending(const struct tsrc *src, struct term *t, cJSON *j)
 {
-	static const char *const copied[] = { "exit", "error" };
-	const cJSON	*x;
-	size_t		 i;
+	const struct exit_status	*x = tsrc_exit(src, t);
+	const cJSON			*err;
 
-	if (t != NULL) {
-		cJSON_AddItemToObject(j, "exit", term_exit_json(t));
-		return;
-	}
-	for (i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
-		if ((x = cJSON_GetObjectItemCaseSensitive(src->final,
-		    copied[i])) != NULL && !cJSON_IsNull(x))
-			cJSON_AddItemToObject(j, copied[i],
-			    cJSON_Duplicate(x, 1));
+	if (x != NULL)
+		cJSON_AddItemToObject(j, "exit", job_exit_json(x, false));
+	if (t == NULL && (err = cJSON_GetObjectItemCaseSensitive(src->final,
+	    "error")) != NULL && !cJSON_IsNull(err))
+		cJSON_AddItemToObject(j, "error", cJSON_Duplicate(err, 1));
 }
 
 /*
@@ -340,31 +350,30 @@ tws_gap(void *ctx, const struct follow_gap *g)
 }
 
 /*
- * The bridge's exit: {"code":N[,"signal":"SIGHUP"]}, from the ending
- * tsrc_ending gave; one with no exit (lost) is told as an error.
+ * The bridge's exit: {"code":N[,"signal":"SIGHUP"]}, from how the
+ * terminal ended (tsrc_exit); one with no exit (lost) is told as an
+ * error, with its status's message.
  */
 static cJSON *
-tws_bridge_exit(const cJSON *end)
+tws_bridge_exit(const struct tsrc *src, struct term *t)
 {
-	const cJSON	*e, *code, *sig;
-	const char	*name;
-	char		 sn[32];
-	cJSON		*j;
+	const struct exit_status	*x = tsrc_exit(src, t);
+	const cJSON			*e;
+	const char			*name;
+	char				 sn[32];
+	cJSON				*j;
 
-	if ((e = cJSON_GetObjectItemCaseSensitive(end, "exit")) == NULL) {
+	if (x == NULL) {
 		j = tws_msg("error", NULL);
-		e = cJSON_GetObjectItemCaseSensitive(end, "error");
+		e = t == NULL ? cJSON_GetObjectItemCaseSensitive(src->final,
+		    "error") : NULL;
 		cJSON_AddStringToObject(j, "message", *tsrc_str(e, "message") ?
 		    tsrc_str(e, "message") : "the terminal's exit is unknown");
 		return j;
 	}
 	j = tws_msg("exit", NULL);
-	code = cJSON_GetObjectItemCaseSensitive(e, "code");
-	sig = cJSON_GetObjectItemCaseSensitive(e, "signal");
-	cJSON_AddNumberToObject(j, "code", cJSON_IsNumber(code) ?
-	    code->valuedouble : -1);
-	if (cJSON_IsNumber(sig) && (name = sigabbrev_np(sig->valueint)) !=
-	    NULL) {
+	cJSON_AddNumberToObject(j, "code", x->code);
+	if (x->signal != 0 && (name = sigabbrev_np(x->signal)) != NULL) {
 		snprintf(sn, sizeof(sn), "SIG%s", name);
 		cJSON_AddStringToObject(j, "signal", sn);
 	}
@@ -376,17 +385,16 @@ static void
 tws_end(void *ctx, enum follow_why why, const char *cursor)
 {
 	struct tws	*s = ctx;
-	cJSON		*j, *b;
+	cJSON		*j;
 
 	follow_free(s->f);
 	s->f = NULL;
 	if (why == FOLLOW_ENDED && (s->t != NULL || s->src.final != NULL)) {
-		j = tws_msg("exit", cursor);
-		tsrc_ending(&s->src, s->t, j);
-		if (s->bridge) {
-			b = tws_bridge_exit(j);
-			cJSON_Delete(j);
-			j = b;
+		if (s->bridge)
+			j = tws_bridge_exit(&s->src, s->t);
+		else {
+			j = tws_msg("exit", cursor);
+			tsrc_ending(&s->src, s->t, j);
 		}
 		(void)tws_json(s, j);
 	} else

@@ -1229,18 +1229,14 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 		proc_drain_now(p);
 		proc_pid_unhash(p);
 		p->reaped = true;
-		if (WIFSIGNALED(wstatus)) {
-			p->sig = WTERMSIG(wstatus);
-			p->code = 128 + p->sig;
-		} else
-			p->code = WEXITSTATUS(wstatus);
+		job_exit_set(&p->exit, wstatus);
 		/*
 		 * The timeout still runs: it bounds the group, not the root.
 		 * Watchers first: an exec's reply need not wait for a log line.
 		 */
 		proc_notify(p, PROC_EV_EXIT);
 		log_info("event=process_exited id=%s pid=%d code=%d signal=%d",
-		    p->id, (int)pid, p->code, p->sig);
+		    p->id, (int)pid, p->exit.code, p->exit.signal);
 		proc_check_settled(p);
 		return;
 	}
@@ -1357,7 +1353,7 @@ proc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct proc	*p = container_of(w, struct proc, timeout);
 
 	(void)revents;
-	p->timed_out = true;
+	p->exit.timed_out = true;	/* before or after the root's exit */
 	log_info("event=process_timeout id=%s pid=%d", p->id, (int)p->pid);
 	if (p->timeout_kill) {
 		(void)proc_group_kill(p, SIGKILL);
@@ -1564,20 +1560,17 @@ proc_stdin_close(struct proc *p)
 /* ------------------------------------------------------------------ */
 /* Status */
 
-/* The root's outcome: {"code","signal" (null unless killed),"timedOut"}. */
+const struct exit_status *
+proc_exit(struct proc *p)
+{
+	return p->reaped ? &p->exit : NULL;
+}
+
+/* The root's outcome: {"code","signal" (absent unless killed),"timedOut"}. */
 cJSON *
 proc_exit_json(struct proc *p)
 {
-	cJSON	*e;
-
-	if ((e = cJSON_CreateObject()) == NULL)
-		return NULL;
-	cJSON_AddNumberToObject(e, "code", p->code);
-	/* Absent, not null, unless signalled: schema-validating clients. */
-	if (p->sig)
-		cJSON_AddNumberToObject(e, "signal", p->sig);
-	cJSON_AddBoolToObject(e, "timedOut", p->timed_out);
-	return e;
+	return job_exit_json(&p->exit, true);
 }
 
 cJSON *

@@ -19,6 +19,7 @@
 #include "base/buf.h"
 #include "base/tunables.h"
 #include "base/wlist.h"
+#include "job.h"
 #include "store/logstore.h"
 #include "store/record.h"
 #include "sys/spawn.h"
@@ -86,9 +87,7 @@ struct proc {
 	char		*tags;		/* compact JSON text: no tree kept */
 	int64_t		 started_ms, ended_ms;
 	bool		 reaped;	/* the root's status is known */
-	int		 code;		/* exit code, 128+N when signalled */
-	int		 sig;		/* 0 when not signalled */
-	bool		 timed_out;
+	struct exit_status exit;	/* the root's, once reaped */
 	bool		 status_written;	/* the first status was attempted */
 	struct record	 rec;		/* its files, its stored output */
 	int		 out[LS_NSTREAMS];	/* pipe read ends, -1 at EOF */
@@ -267,6 +266,9 @@ const char *proc_boot(struct proc *);
 /* Has it ended, for that purpose? */
 bool	proc_ended(struct proc *, enum proc_end);
 cJSON	*proc_status_json(struct proc *);
+/* The root's exit: NULL until it is reaped. */
+const struct exit_status *proc_exit(struct proc *);
+/* The root's exit as JSON (job_exit_json), or NULL. */
 cJSON	*proc_exit_json(struct proc *);
 const char *proc_state_name(enum proc_state);
 

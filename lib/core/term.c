@@ -44,7 +44,7 @@ struct term {
 	unsigned int	 cols, rows;
 	int64_t		 created_ms, ended_ms;
 	bool		 reaped;
-	int		 code, sig;	/* the leader's exit; 128+N if signalled */
+	struct exit_status exit;	/* the leader's, once reaped */
 	int		 master;	/* -1 once drained to EIO, or ended */
 	ev_io		 outio;
 	ev_timer	 outwait;	/* after a small read */
@@ -321,18 +321,18 @@ term_ended(struct term *t)
 	return t->state != TERM_RUNNING;
 }
 
+const struct exit_status *
+term_exit(struct term *t)
+{
+	return t->state != TERM_RUNNING ? &t->exit : NULL;
+}
+
+/* {"code","signal"}: "signal" absent unless signalled (DESIGN §4). */
 cJSON *
 term_exit_json(struct term *t)
 {
-	cJSON	*e;
-
-	if (t->state == TERM_RUNNING || (e = cJSON_CreateObject()) == NULL)
-		return NULL;
-	cJSON_AddNumberToObject(e, "code", t->code);
-	/* Absent, not null, unless signalled (DESIGN §4), as a process's. */
-	if (t->sig)
-		cJSON_AddNumberToObject(e, "signal", t->sig);
-	return e;
+	return t->state != TERM_RUNNING ? job_exit_json(&t->exit, false) :
+	    NULL;
 }
 
 /* TerminalSnapshot, and tend's fields. */
@@ -705,13 +705,9 @@ term_reaped(struct termtab *tt, pid_t pid, int wstatus)
 	if (t == NULL)
 		return;
 	t->reaped = true;
-	if (WIFSIGNALED(wstatus)) {
-		t->sig = WTERMSIG(wstatus);
-		t->code = 128 + t->sig;
-	} else
-		t->code = WEXITSTATUS(wstatus);
+	job_exit_set(&t->exit, wstatus);
 	log_info("event=terminal_exited id=%s pid=%d code=%d signal=%d",
-	    t->id, (int)pid, t->code, t->sig);
+	    t->id, (int)pid, t->exit.code, t->exit.signal);
 	/* What the leader wrote is in the master now, EIO after it. */
 	(void)term_drain(t, PROC_DRAIN_ALL);
 	if (t->master == -1) {
@@ -761,7 +757,7 @@ term_end(struct term *t)
 		ev_timer_stop(tt->loop, &t->grace);
 	term_write_status(t);
 	log_info("event=terminal_ended id=%s code=%d bytes=%llu", t->id,
-	    t->code, (unsigned long long)t->rec.ls.end[0]);
+	    t->exit.code, (unsigned long long)t->rec.ls.end[0]);
 	term_notify(t, TERM_EV_END);
 	termtab_tell(tt, t, TERMTAB_EV_END);
 }

@@ -31,6 +31,7 @@
 #include "base/buf.h"
 #include "base/tunables.h"
 #include "base/wlist.h"
+#include "job.h"
 #include "store/record.h"
 #include "sys/spawn.h"
 
@@ -134,6 +135,8 @@ int64_t	term_created_ms(struct term *);	/* names its cursors */
 pid_t	term_pid(struct term *);	/* the session leader's */
 bool	term_ended(struct term *);
 cJSON	*term_status_json(struct term *);
+/* The leader's exit once the terminal has ended, else NULL. */
+const struct exit_status *term_exit(struct term *);
 /* {"code","signal"} of an ended terminal's leader, else NULL. */
 cJSON	*term_exit_json(struct term *);
 /* The stored output (stream 0), files reopened if need be; NULL+errno. */

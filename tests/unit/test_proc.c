@@ -256,9 +256,9 @@ START_TEST(spawn_exit_code)
 
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert(p->reaped);
-	ck_assert_int_eq(p->code, 3);
-	ck_assert_int_eq(p->sig, 0);
-	ck_assert(!p->timed_out);
+	ck_assert_int_eq(p->exit.code, 3);
+	ck_assert_int_eq(p->exit.signal, 0);
+	ck_assert(!p->exit.timed_out);
 	ck_assert_int_ge(p->ended_ms, p->started_ms);
 	ck_assert(proc_output_done(p));
 	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 3);
@@ -347,8 +347,8 @@ START_TEST(spawn_all_exit_codes)
 	}
 	ck_assert(tu_run_until(loop, none_live, NULL, WAIT_S));
 	for (i = 0; i < 8; i++) {
-		ck_assert_int_eq(p[i]->code, codes[i]);
-		ck_assert_int_eq(p[i]->sig, 0);
+		ck_assert_int_eq(p[i]->exit.code, codes[i]);
+		ck_assert_int_eq(p[i]->exit.signal, 0);
 	}
 }
 END_TEST
@@ -513,7 +513,7 @@ START_TEST(id_taken)
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert_int_eq(spawn_err(&o, &failed), EEXIST);
 	ck_assert(!failed);
-	ck_assert_int_eq(p->code, 137);
+	ck_assert_int_eq(p->exit.code, 137);
 }
 END_TEST
 
@@ -539,7 +539,7 @@ START_TEST(lookups_past_the_buckets)
 	}
 	ck_assert(tu_run_until(loop, none_live, NULL, 10 * WAIT_S));
 	for (i = 0; i < N; i++) {
-		ck_assert_int_eq(p[i]->code, i % 256);
+		ck_assert_int_eq(p[i]->exit.code, i % 256);
 		ck_assert_ptr_eq(proc_find(&tab, id[i]), p[i]);
 	}
 	for (i = 0; i < N; i += 2)
@@ -610,9 +610,9 @@ START_TEST(kill_sigkill)
 	p = spawn(&o);
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
-	ck_assert_int_eq(p->code, 137);
-	ck_assert_int_eq(p->sig, SIGKILL);
-	ck_assert(!p->timed_out);
+	ck_assert_int_eq(p->exit.code, 137);
+	ck_assert_int_eq(p->exit.signal, SIGKILL);
+	ck_assert(!p->exit.timed_out);
 	j = rec_json(p, "status.json");
 	ck_assert_int_eq(item(item(j, "exit"), "signal")->valueint, 9);
 	ck_assert_int_eq(item(item(j, "exit"), "code")->valueint, 137);
@@ -641,8 +641,8 @@ START_TEST(kill_root_only)
 	}
 	ck_assert_int_eq(proc_kill(p, SIGTERM, false), 0);
 	ck_assert(tu_run_until(loop, is_reaped, p, WAIT_S));
-	ck_assert_int_eq(p->sig, SIGTERM);
-	ck_assert_int_eq(p->code, 143);
+	ck_assert_int_eq(p->exit.signal, SIGTERM);
+	ck_assert_int_eq(p->exit.code, 143);
 	/* The group lives on: still running, the root cannot be signalled. */
 	ck_assert(!tu_run_until(loop, is_exited, p, 0.2));
 	ck_assert_int_eq(p->state, PROC_RUNNING);
@@ -652,7 +652,7 @@ START_TEST(kill_root_only)
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	/* exit records the root's outcome, not the last member's. */
-	ck_assert_int_eq(p->code, 143);
+	ck_assert_int_eq(p->exit.code, 143);
 }
 END_TEST
 
@@ -674,17 +674,17 @@ START_TEST(timeout_term_then_kill)
 	/* TERM ends the polite one at once, without the grace period. */
 	ck_assert(tu_run_until(loop, is_exited, q, WAIT_S));
 	t = tu_now() - t0;
-	ck_assert(q->timed_out);
-	ck_assert_int_eq(q->sig, SIGTERM);
-	ck_assert_int_eq(q->code, 143);
+	ck_assert(q->exit.timed_out);
+	ck_assert_int_eq(q->exit.signal, SIGTERM);
+	ck_assert_int_eq(q->exit.code, 143);
 	ck_assert_double_ge(t, 0.15);
 	ck_assert_double_lt(t, 2.0);
 	/* The one that ignores TERM is killed after the grace period. */
 	ck_assert(tu_run_until(loop, is_exited, s, WAIT_S));
 	t = tu_now() - t0;
-	ck_assert(s->timed_out);
-	ck_assert_int_eq(s->sig, SIGKILL);
-	ck_assert_int_eq(s->code, 137);
+	ck_assert(s->exit.timed_out);
+	ck_assert_int_eq(s->exit.signal, SIGKILL);
+	ck_assert_int_eq(s->exit.code, 137);
 	ck_assert_double_ge(t, 0.35);
 	ck_assert_double_lt(t, 2.5);
 	j = rec_json(s, "status.json");
@@ -702,9 +702,9 @@ START_TEST(no_timeout_after_exit)
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	/* past the timeout */
 	(void)tu_run_until(loop, is_reaped, p, 0.3);
-	ck_assert(!p->timed_out);
-	ck_assert_int_eq(p->code, 0);
-	ck_assert_int_eq(p->sig, 0);
+	ck_assert(!p->exit.timed_out);
+	ck_assert_int_eq(p->exit.code, 0);
+	ck_assert_int_eq(p->exit.signal, 0);
 }
 END_TEST
 
@@ -735,7 +735,7 @@ START_TEST(group_settles_late)
 	p = spawn(&o);
 	proc_watch_add(p, &s.w, end_cb);
 	ck_assert(tu_run_until(loop, is_reaped, p, WAIT_S));
-	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(p->exit.code, 0);
 	/* The root is gone, its group is not. */
 	ck_assert_int_eq(p->state, PROC_RUNNING);
 	ck_assert_int_eq(tab.nlive, 1);
@@ -747,7 +747,7 @@ START_TEST(group_settles_late)
 	ck_assert_int_eq(proc_kill(p, 0, true), 0);
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert_double_ge(tu_now() - t0, 0.25);
-	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(p->exit.code, 0);
 	ck_assert_int_eq(s.n[PROC_EV_END], 1);
 	ck_assert_int_eq(s.n[PROC_EV_GONE], 100);
 	ck_assert_int_eq(tab.nlive, 0);
@@ -799,9 +799,9 @@ START_TEST(signal_all_and_finalize)
 	ck_assert(tu_run_until(loop, is_reaped, c, WAIT_S));
 	proctab_signal_all(&tab, SIGTERM);
 	ck_assert(tu_run_until(loop, none_live, NULL, WAIT_S));
-	ck_assert_int_eq(a->sig, SIGTERM);
-	ck_assert_int_eq(b->sig, SIGTERM);
-	ck_assert_int_eq(c->code, 0);
+	ck_assert_int_eq(a->exit.signal, SIGTERM);
+	ck_assert_int_eq(b->exit.signal, SIGTERM);
+	ck_assert_int_eq(c->exit.code, 0);
 
 	/* At shutdown, a reaped root whose group lingers gets a final status. */
 	c = spawn(&g);
@@ -839,7 +839,7 @@ START_TEST(stdin_pipe)
 	ck_assert_int_eq(proc_stdin(p, d, 1000, false), 0);
 	ck_assert_int_eq(proc_stdin(p, d + 1000, n - 1000, true), 0);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(p->exit.code, 0);
 	ck_assert_int_eq(p->in, -1);	/* stdin closed */
 	s = rec_file(p, "stdout", &len);
 	ck_assert_uint_eq(len, n);
@@ -887,7 +887,7 @@ START_TEST(stdin_stays_open)
 	ck_assert_int_eq(errno, EPIPE);
 	ck_assert(tu_run_until(loop, is_done, q, WAIT_S));
 	ck_assert_uint_eq(q->rec.ls.end[LS_STDOUT], 0);
-	ck_assert_int_eq(q->code, 0);
+	ck_assert_int_eq(q->exit.code, 0);
 }
 END_TEST
 
@@ -1097,7 +1097,7 @@ START_TEST(child_starts_clean)
 	free(s);
 
 	/* No fd of the agent reaches the child: readlink fails. */
-	ck_assert_int_eq(d->code, 1);
+	ck_assert_int_eq(d->exit.code, 1);
 }
 END_TEST
 
@@ -1173,7 +1173,7 @@ START_TEST(run_as_user)
 	}
 	p = spawn(&o);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(p->exit.code, 0);
 	s = rec_file(p, "stdout", NULL);
 	ck_assert_str_eq(s, "65534\n65534\n65534\n");
 	free(s);
@@ -1472,7 +1472,7 @@ START_TEST(table_without_boot_dir)
 	p = proc_spawn(&t2, &o, &failed, &err);
 	ck_assert_msg(p != NULL, "%s", strerror(err));
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(p->exit.code, 0);
 	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT] + p->rec.ls.end[LS_STDERR], 0);
 	ck_assert_uint_eq(p->rec.ls.dropped, 5);
 	ck_assert_uint_eq(t2.dropped, 5);
