@@ -114,7 +114,7 @@ tsrc_open(struct api *a, struct http_req *r, const char *id,
 		api_err_nomem(e);
 		return -1;
 	}
-	src->exited = job_exit_parse(&src->exit,
+	src->exited = exitstatus_parse(&src->exit,
 	    cJSON_GetObjectItemCaseSensitive(src->final, "exit")) == 0;
 	return 1;
 }
@@ -151,7 +151,7 @@ tsrc_ending(const struct tsrc *src, struct term *t, cJSON *j)
 	const cJSON			*err;
 
 	if (x != NULL)
-		cJSON_AddItemToObject(j, "exit", job_exit_json(x, false));
+		cJSON_AddItemToObject(j, "exit", exitstatus_json(x, false));
 	if (t == NULL && (err = cJSON_GetObjectItemCaseSensitive(src->final,
 	    "error")) != NULL && !cJSON_IsNull(err))
 		cJSON_AddItemToObject(j, "error", cJSON_Duplicate(err, 1));

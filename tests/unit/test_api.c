@@ -413,16 +413,16 @@ START_TEST(bridge_exit_code)
 	struct proc	 p;
 
 	memset(&p, 0, sizeof(p));
-	p.reaped = true;
-	p.exit.code = 3;
+	p.job.reaped = true;
+	p.job.exit.code = 3;
 	ck_assert_int_eq(api_output_bridge_code(&p), 3);
 	cJSON_InitHooks(&fail);
 	ck_assert_int_eq(api_output_bridge_code(&p), 3);
 	cJSON_InitHooks(&dflt);
-	p.exit.signal = 9;
-	p.exit.code = 137;
+	p.job.exit.signal = 9;
+	p.job.exit.code = 137;
 	ck_assert_int_eq(api_output_bridge_code(&p), 137);
-	p.exit.timed_out = true;
+	p.job.exit.timed_out = true;
 	ck_assert_int_eq(api_output_bridge_code(&p), 124);
 }
 END_TEST

@@ -1,7 +1,7 @@
 /*
- * job: what a process and a terminal share.  The exit status: from a
- * wait status, as JSON (signal absent unless signalled, timedOut only in
- * a process's shape), and read back from a status's "exit" as written.
+ * exitstatus: how a child ended, from a wait status, as JSON (signal
+ * absent unless signalled, timedOut only in a process's shape), and read
+ * back from a status's "exit" as written.
  */
 #include <sys/wait.h>
 
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/job.h"
+#include "core/exitstatus.h"
 
-Suite *job_suite(void);
+Suite *exitstatus_suite(void);
 
 /* A wait status as the kernel builds it: exited with code, or killed. */
 #define EXITED(code)	((code) << 8)
@@ -24,14 +24,14 @@ START_TEST(exit_from_wait_status)
 
 	memset(&e, 0, sizeof(e));
 	e.timed_out = true;
-	job_exit_set(&e, EXITED(3));
+	exitstatus_set(&e, EXITED(3));
 	ck_assert_int_eq(e.code, 3);
 	ck_assert_int_eq(e.signal, 0);
 	ck_assert(e.timed_out);		/* the timeout's, kept */
-	job_exit_set(&e, KILLED(SIGKILL));
+	exitstatus_set(&e, KILLED(SIGKILL));
 	ck_assert_int_eq(e.code, 137);
 	ck_assert_int_eq(e.signal, SIGKILL);
-	job_exit_set(&e, EXITED(0));
+	exitstatus_set(&e, EXITED(0));
 	ck_assert_int_eq(e.signal, 0);
 }
 END_TEST
@@ -39,7 +39,7 @@ END_TEST
 static char *
 exit_text(const struct exit_status *e, bool timed)
 {
-	cJSON	*j = job_exit_json(e, timed);
+	cJSON	*j = exitstatus_json(e, timed);
 	char	*s;
 
 	ck_assert_ptr_nonnull(j);
@@ -68,7 +68,7 @@ START_TEST(exit_as_json_and_back)
 	ck_assert_str_eq(s, "{\"code\":143,\"signal\":15,\"timedOut\":true}");
 	j = cJSON_Parse(s);
 	free(s);
-	ck_assert_int_eq(job_exit_parse(&back, j), 0);
+	ck_assert_int_eq(exitstatus_parse(&back, j), 0);
 	cJSON_Delete(j);
 	ck_assert_int_eq(back.code, 143);
 	ck_assert_int_eq(back.signal, SIGTERM);
@@ -83,12 +83,12 @@ START_TEST(exit_parse_refuses)
 	struct exit_status	 e;
 	cJSON			*j;
 
-	ck_assert_int_eq(job_exit_parse(&e, NULL), -1);
+	ck_assert_int_eq(exitstatus_parse(&e, NULL), -1);
 	j = cJSON_CreateNull();
-	ck_assert_int_eq(job_exit_parse(&e, j), -1);
+	ck_assert_int_eq(exitstatus_parse(&e, j), -1);
 	cJSON_Delete(j);
 	j = cJSON_Parse("{\"code\":\"x\",\"signal\":9}");
-	ck_assert_int_eq(job_exit_parse(&e, j), 0);
+	ck_assert_int_eq(exitstatus_parse(&e, j), 0);
 	cJSON_Delete(j);
 	ck_assert_int_eq(e.code, -1);
 	ck_assert_int_eq(e.signal, 9);
@@ -96,9 +96,9 @@ START_TEST(exit_parse_refuses)
 END_TEST
 
 Suite *
-job_suite(void)
+exitstatus_suite(void)
 {
-	Suite	*s = suite_create("job");
+	Suite	*s = suite_create("exitstatus");
 	TCase	*tc = tcase_create("exit");
 
 	tcase_add_test(tc, exit_from_wait_status);
