@@ -101,7 +101,7 @@ struct job {
 	struct jobtab	*tab;
 	const struct job_kind *kind;
 	char		 id[PROC_ID_MAX + 1];
-	pid_t		 pid;		/* the root: its group's, its session's */
+	pid_t		 pid;		/* the root: its group's, session's */
 	enum job_state	 state;
 	char		**argv;
 	char		*cwd;
@@ -132,7 +132,7 @@ struct jobtab {
 					   fd -1 while the state dir refuses */
 	struct job	*head, *tail;	/* launch order */
 	struct job	*byid[PROC_HASH];	/* every job, by ID */
-	struct job	*bypid[PROC_HASH];	/* roots not yet reaped, by pid */
+	struct job	*bypid[PROC_HASH];	/* roots not reaped, by pid */
 	int		 nlive;		/* not yet ended */
 	int		 nended;
 	int		 maxlive;
@@ -177,7 +177,8 @@ void	 job_trim(struct jobtab *);
 /*
  * A new job in memory, not yet in the table: its ID (id, else one made
  * of prefix and random hex, not taken), argv and cwd (NULL: the
- * agent's) copied.  -1 and errno (ENOMEM).
+ * agent's) copied.  -1 and errno (ENOMEM): job_free frees what was made
+ * (the tab and kind are set first).
  */
 int	 job_init(struct job *, struct jobtab *, const struct job_kind *,
 	    const char *id, char prefix, char **argv, const char *cwd);

@@ -240,7 +240,7 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 fail:
 	*err = errno;
 	proc_pipes_close(&pp);
-	job_free(&p->job);	/* no record remains: the ID can be used again */
+	job_free(&p->job);	/* no record remains: the ID is free again */
 	return NULL;
 }
 

@@ -67,11 +67,11 @@ struct proc {
 	struct job	 job;		/* first: (struct proc *) of a job */
 	char		*tags;		/* compact JSON text: no tree kept */
 	bool		 stdin_pipe;	/* launched with stdin:"pipe" */
-	bool		 status_written;	/* the first status was attempted */
+	bool		 status_written;	/* the first status was tried */
 	ev_timer	 timeout;	/* -> TERM the group */
 	ev_timer	 settle;	/* polls for group members left */
 	double		 settle_soon;	/* s, the next check after an orphan */
-	bool		 orphan_died;	/* an orphan was reaped since the check */
+	bool		 orphan_died;	/* an orphan reaped since the check */
 	ev_timer	 first_status;	/* writes the first status.json */
 	double		 grace_s;
 	bool		 timeout_kill;	/* the timeout KILLs, no TERM first */

@@ -413,7 +413,7 @@ term_exec(struct term *t, const struct term_opts *o, const char *slave,
 	so.user = o->user;
 	so.ctty = slave;
 	so.confine = &o->confine;
-	/* TERM unless the request sets it: the agent's is not the emulator's. */
+	/* TERM unless the request sets it: not the agent's, the emulator's. */
 	return job_spawn(&t->job, &so, o->env, TERM_TYPE, failed);
 }
 
