@@ -4,7 +4,9 @@
  * differs between a process's stdin and a terminal's input (how the job
  * is found, what its closed input is called) stays in the route module.
  */
+#include <errno.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "api_input.h"
 
@@ -39,10 +41,31 @@ api_input_hold(struct job *j, struct http_conn *c,
 	return 0;
 }
 
-void
-api_input_body(struct http_conn *c, struct http_req *r, struct job *j,
-    const char *d, size_t n)
+/* The request names another boot than boot. */
+static bool
+api_input_elsewhere(struct http_req *r, const char *boot)
 {
+	const char	*h;
+	char		 q[API_BOOT_Q_MAX];
+
+	h = api_boot_named(r, q, sizeof(q));
+	return h != NULL && strcmp(h, boot) != 0;
+}
+
+void
+api_input_body(struct http_conn *c, struct http_req *r, const char *boot,
+    struct job *j, const char *d, size_t n)
+{
+	if (r->body_error)
+		return;
+	if (api_input_elsewhere(r, boot)) {
+		r->body_error = 410;
+		return;
+	}
+	if (j == NULL) {
+		r->body_error = 404;
+		return;
+	}
 	/*
 	 * While another request is held (the queue is full), this one is
 	 * refused before any of its bytes are queued: nothing of a refused
@@ -72,13 +95,13 @@ api_input_done(struct http_conn *c, struct job *j)
 
 bool
 api_input_busy(struct http_conn *c, struct http_req *r, struct job *j,
-    const char *what)
+    const struct api_input_says *says)
 {
 	if (r->body_error != API_INPUT_BUSY &&
 	    r->body_error != API_INPUT_BUSY_PART)
 		return false;
 	http_reply_error(c, 409, "conflict", "%s of '%s' is busy with "
-	    "another request; %s", what, job_id(j),
+	    "another request; %s", says->what, job_id(j),
 	    r->body_error == API_INPUT_BUSY ? "nothing of this body was "
 	    "written" : "only the start of this body was written");
 	return true;
@@ -90,4 +113,17 @@ api_input_wait(struct http_conn *c, struct http_req *r, struct job *j,
 {
 	return r->streamed > 0 && job_input_full(j) &&
 	    api_input_hold(j, c, answer) == 0;
+}
+
+void
+api_input_answer(struct http_conn *c, struct job *j, int err,
+    const struct api_input_says *says)
+{
+	http_conn_own(c, NULL, NULL, NULL);
+	if (err == ENOENT)
+		http_reply_error(c, 404, "not_found", "%s", says->gone);
+	else if (err != 0)
+		http_reply_error(c, 409, says->code, says->closed, job_id(j));
+	else
+		http_reply(c, 204, NULL, NULL, 0);
 }

@@ -295,54 +295,28 @@ api_delete(struct http_conn *c, struct http_req *r)
  * arrive, the writer held while the queue is full (api_input.h).
  */
 
+static const struct api_input_says api_stdin_says = {
+	"stdin", "the process was removed", "conflict",
+	"stdin of '%s' was closed before the queued bytes were written"
+};
+
 /* Held after its body: the reply it was waiting for. */
 static void
 api_stdin_answer(struct job *j, void *writer, int err)
 {
-	struct http_conn	*c = writer;
-
-	http_conn_own(c, NULL, NULL, NULL);
-	if (err == ENOENT)
-		http_reply_error(c, 404, "not_found", "the process was removed");
-	else if (err != 0)
-		http_reply_error(c, 409, "conflict", "stdin of '%s' was closed "
-		    "before the queued bytes were written", job_id(j));
-	else
-		http_reply(c, 204, NULL, NULL, 0);
+	api_input_answer(writer, j, err, &api_stdin_says);
 }
 
-/* The request names another boot than the current one. */
-static bool
-api_pinned_elsewhere(struct api *a, struct http_req *r)
-{
-	const char	*h;
-	char		 q[API_BOOT_Q_MAX];
-
-	h = api_boot_named(r, q, sizeof(q));
-	return h != NULL && strcmp(h, proctab_boot(a->tab)) != 0;
-}
-
+/* A closed stdin refuses the bytes (409) in job_input. */
 static void
 api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
     size_t n)
 {
-	struct proc	*p;
+	struct proctab	*tab = api_of(c)->tab;
+	struct proc	*p = proc_find(tab, r->param[0]);
 
-	if (r->body_error)
-		return;
-	if (api_pinned_elsewhere(api_of(c), r)) {
-		r->body_error = 410;
-		return;
-	}
-	if ((p = proc_find(api_of(c)->tab, r->param[0])) == NULL) {
-		r->body_error = 404;
-		return;
-	}
-	if (!proc_stdin_open(p)) {
-		r->body_error = 409;
-		return;
-	}
-	api_input_body(c, r, proc_job(p), d, n);
+	api_input_body(c, r, proctab_boot(tab), p != NULL ? proc_job(p) : NULL,
+	    d, n);
 }
 
 static void
@@ -359,7 +333,7 @@ api_stdin(struct http_conn *c, struct http_req *r)
 		api_reply_err(c, &e);
 		return;
 	}
-	if (api_input_busy(c, r, proc_job(p), "stdin"))
+	if (api_input_busy(c, r, proc_job(p), &api_stdin_says))
 		return;
 	if (r->body_error != 0 || !proc_stdin_piped(p) || !proc_stdin_open(p)) {
 		http_reply_error(c, 409, "conflict", proc_stdin_piped(p) ?

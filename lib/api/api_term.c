@@ -30,7 +30,6 @@ static int	api_term_opts(const cJSON *, const char *, struct term_opts *,
 static struct termtab *api_terms(struct http_conn *);
 static struct term *api_term_of(struct http_conn *, struct http_req *);
 static int	api_term_pinned(struct http_conn *, struct http_req *);
-static bool	api_term_elsewhere(struct http_conn *, struct http_req *);
 
 static void	api_term_create(struct http_conn *, struct http_req *);
 static void	api_term_list(struct http_conn *, struct http_req *);
@@ -282,19 +281,6 @@ api_term_pinned(struct http_conn *c, struct http_req *r)
 	return fd;
 }
 
-/* The request names a boot other than the current one. */
-static bool
-api_term_elsewhere(struct http_conn *c, struct http_req *r)
-{
-	const char	*h;
-	char		 q[64];
-
-	if ((h = http_header(r, "Tend-Boot")) == NULL &&
-	    http_query(r, "boot", q, sizeof(q)) != 0)
-		h = q;
-	return h != NULL && strcmp(h, termtab_boot(api_terms(c))) != 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* Handlers */
 
@@ -491,40 +477,27 @@ api_term_resize(struct http_conn *c, struct http_req *r)
  * stdin is (api_input.h).
  */
 
+static const struct api_input_says api_term_input_says = {
+	"input", "the terminal was removed", "not_running",
+	"terminal '%s' ended before the queued input was written"
+};
+
 /* Held after its body: the reply it was waiting for. */
 static void
 api_term_input_answer(struct job *j, void *writer, int err)
 {
-	struct http_conn	*c = writer;
-
-	http_conn_own(c, NULL, NULL, NULL);
-	if (err == ENOENT)
-		http_reply_error(c, 404, "not_found", "the terminal was removed");
-	else if (err != 0)
-		http_reply_error(c, 409, "not_running", "terminal '%s' ended "
-		    "before the queued input was written", job_id(j));
-	else
-		http_reply(c, 204, NULL, NULL, 0);
+	api_input_answer(writer, j, err, &api_term_input_says);
 }
 
 static void
 api_term_input_body(struct http_conn *c, struct http_req *r, const char *d,
     size_t n)
 {
-	struct term	*t;
+	struct termtab	*tt = api_terms(c);
+	struct term	*t = term_find(tt, r->param[0]);
 
-	if (r->body_error)
-		return;
-	/* Bytes meant for another boot's terminal reach none. */
-	if (api_term_elsewhere(c, r)) {
-		r->body_error = 410;
-		return;
-	}
-	if ((t = term_find(api_terms(c), r->param[0])) == NULL) {
-		r->body_error = 404;
-		return;
-	}
-	api_input_body(c, r, term_job(t), d, n);
+	api_input_body(c, r, termtab_boot(tt), t != NULL ? term_job(t) : NULL,
+	    d, n);
 }
 
 static void
@@ -536,7 +509,7 @@ api_term_input(struct http_conn *c, struct http_req *r)
 	if (api_term_pin(c, r, false, &fd) != 0 || (t = api_term_of(c, r)) == NULL)
 		return;
 	api_input_done(c, term_job(t));
-	if (api_input_busy(c, r, term_job(t), "input"))
+	if (api_input_busy(c, r, term_job(t), &api_term_input_says))
 		return;
 	if (r->body_error != 0 || term_ended(t)) {
 		http_reply_error(c, 409, "not_running", "terminal '%s' has "
