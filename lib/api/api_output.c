@@ -416,22 +416,22 @@ api_bsse_gap(void *ctx, const struct follow_gap *g)
 	return 0;
 }
 
-/* As a shell reports it: 124 for a timeout, 128 + N for signal N. */
-static int
-api_bsse_code(struct proc *p)
+/*
+ * As a shell reports it: 124 for a timeout, 128 + N for signal N.  Read
+ * from the exit itself: there is no JSON to build, nor to fail.
+ */
+int
+api_output_bridge_code(struct proc *p)
 {
-	cJSON		*x = proc_exit_json(p);
-	const cJSON	*f;
-	int		 code;
+	const struct exit_status	*e = proc_exit(p);
 
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "timedOut")))
-		code = BRIDGE_EXIT_TIMEOUT;
-	else if ((f = cJSON_GetObjectItemCaseSensitive(x, "signal")) != NULL)
-		code = 128 + f->valueint;
-	else
-		code = cJSON_GetObjectItemCaseSensitive(x, "code")->valueint;
-	cJSON_Delete(x);
-	return code;
+	if (e == NULL)
+		return -1;	/* not reaped: the stream ends at the exit */
+	if (e->timed_out)
+		return BRIDGE_EXIT_TIMEOUT;
+	if (e->signal != 0)
+		return 128 + e->signal;
+	return e->code;
 }
 
 static void
@@ -446,7 +446,7 @@ api_bsse_end(void *ctx, enum follow_why why, const char *cursor)
 		    "was removed\",\"code\":\"not_found\"}");
 	else {
 		(void)snprintf(d, sizeof(d), "{\"exit_code\":%d}",
-		    api_bsse_code(follow_proc(rd->f)));
+		    api_output_bridge_code(follow_proc(rd->f)));
 		(void)api_bsse_event(rd->c, "exit", d);
 	}
 	api_reader_finish(rd);
