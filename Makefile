@@ -27,17 +27,18 @@ AGENT_OBJ := $(AGENT_SRC:%.c=$(BUILD)/%.o)
 
 # Unit tests: one binary per suite, build/unit-<m> for tests/unit/test_<m>.c,
 # linking that file, tests/unit/testutil.o, a runner (tests/unit/main.c
-# built with -DSUITE=<m>) and only lib/<m>.o with what it depends on: the
-# closure of the DEPS_ lines below.  A suite that does not link names a
-# dependency its module's line lacks, which is a layering question first:
-# should <m> need that module at all?
+# built with -DSUITE=<m>) and only lib/<layer>/<m>.o with what it depends
+# on: the closure of the DEPS_ lines below.  A suite that does not link
+# names a dependency its module's line lacks, which is a layering question
+# first: should <m> need that module at all?
 #
-# Each DEPS_<m> lists lib/<m>.c's direct dependencies only, the lib/
-# modules whose symbols `nm -u build/lib/<m>.o` names (make adds theirs;
-# `make deps` prints what nm finds).
-# Dependencies run one way, down this list; a new module or suite is one
-# line here (an empty one for a module that needs none): a test_<m>.c
-# without a DEPS_<m> line stops the build.  A TEST_DEPS_<m> line names
+# Each DEPS_<m> lists module <m>'s direct dependencies only, the lib/
+# modules whose symbols `nm -u` of its object names (make adds theirs;
+# `make deps` prints what nm finds).  Dependencies run one way, down the
+# layers (ARCHITECTURE.md; `make deps` checks these edges with
+# scripts/layers); a new module or suite is one line here (an empty one
+# for a module that needs none): a test_<m>.c without a DEPS_<m> line
+# stops the build.  A TEST_DEPS_<m> line names
 # what the test file itself uses that its module does not (rarely: such
 # a test usually belongs in another suite).  build/unit runs every suite,
 # each under the command given to it if any (`build/unit valgrind -q`);
