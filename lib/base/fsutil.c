@@ -360,7 +360,7 @@ fsutil_tmp_make(int dirfd, const char *name)
  */
 static int
 fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
-    bool made, const void *d, size_t n, bool sync)
+    bool made, const void *d, size_t n, size_t keep, bool sync)
 {
 	struct stat	st;
 	int		fd = -1, saved;
@@ -386,6 +386,9 @@ fsutil_write_tmp(int dirfd, const char *name, char tmp[NAME_MAX + 1],
 		errno = saved;
 		return -1;
 	}
+	/* Room kept is a best effort: a file system without it keeps none. */
+	if (keep > n)
+		(void)fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)keep);
 	if (close(fd) == -1) {
 		saved = errno;
 		unlinkat(dirfd, tmp, 0);
@@ -399,17 +402,17 @@ int
 fsutil_write_atomic(int dirfd, const char *name, const void *d, size_t n,
     bool sync)
 {
-	return fsutil_write_atomic_tmp(dirfd, name, false, d, n, sync);
+	return fsutil_write_atomic_tmp(dirfd, name, false, d, n, 0, sync);
 }
 
 int
 fsutil_write_atomic_tmp(int dirfd, const char *name, bool made,
-    const void *d, size_t n, bool sync)
+    const void *d, size_t n, size_t keep, bool sync)
 {
 	char	tmp[NAME_MAX + 1];
 	int	saved;
 
-	if (fsutil_write_tmp(dirfd, name, tmp, made, d, n, sync) == -1)
+	if (fsutil_write_tmp(dirfd, name, tmp, made, d, n, keep, sync) == -1)
 		return -1;
 	if (renameat(dirfd, tmp, dirfd, name) == -1) {
 		saved = errno;
@@ -418,6 +421,29 @@ fsutil_write_atomic_tmp(int dirfd, const char *name, bool made,
 		return -1;
 	}
 	return 0;
+}
+
+int
+fsutil_write_inplace(int dirfd, const char *name, const void *d, size_t n)
+{
+	struct stat	st;
+	int		fd, saved;
+
+	if ((fd = fsutil_open(dirfd, name, O_WRONLY, 0)) == -1)
+		return -1;
+	/* Only a plain file, never through a second name. */
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	if (fsutil_write_all(fd, d, n) == -1 || ftruncate(fd, (off_t)n) == -1) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	return close(fd);
 }
 
 int
@@ -434,7 +460,7 @@ fsutil_write_new_tmp(int dirfd, const char *name, bool made, const void *d,
 	int	rc, saved;
 	bool	linked = false;
 
-	if (fsutil_write_tmp(dirfd, name, tmp, made, d, n, false) == -1)
+	if (fsutil_write_tmp(dirfd, name, tmp, made, d, n, 0, false) == -1)
 		return -1;
 	rc = renameat2(dirfd, tmp, dirfd, name, RENAME_NOREPLACE);
 	/* Without RENAME_NOREPLACE: a hard link is as exclusive. */

@@ -62,9 +62,20 @@ int	fsutil_tmp_name(char tmp[NAME_MAX + 1], const char *name);
 /*
  * fsutil_write_atomic and fsutil_write_new, made: with the temp
  * fsutil_tmp_make made (opened, not created; made anew if it is gone).
+ * keep > n: the file is given room for keep bytes (its size stays n), so
+ * that fsutil_write_inplace can replace it when the disk is full.
  */
 int	fsutil_write_atomic_tmp(int dirfd, const char *name, bool made,
-	    const void *, size_t, bool sync);
+	    const void *, size_t n, size_t keep, bool sync);
+/*
+ * Overwrite name in place with n bytes and cut it there: the last resort
+ * when the disk has no room for a temp, for a file written with room
+ * kept (fsutil_write_atomic_tmp's keep >= n); a write that needs more
+ * room than was kept fails as any other.  Not atomic: a crash in the
+ * middle leaves a torn file.  0, or -1 and errno.
+ */
+int	fsutil_write_inplace(int dirfd, const char *name, const void *,
+	    size_t n);
 int	fsutil_write_new_tmp(int dirfd, const char *name, bool made,
 	    const void *, size_t);
 /* Remove name (a file or a whole tree) in dirfd.  ENOENT is success. */

@@ -177,6 +177,8 @@
 #define RECORD_POOL_RETRY	10.0	/* s, after a child that failed */
 #define RECORD_POOL_NICE	10	/* the child's, behind the launches */
 #define RECORD_READ_MAX		(1024 * 1024)	/* meta.json, status.json */
+#define RECORD_STATUS_ROOM	1024	/* bytes kept past a status.json for
+					   the next, longer one on a full disk */
 #define BOOT_READ_MAX		4096		/* an earlier boot's boot.json */
 
 /* The routes (lib/api*.c). */

@@ -202,19 +202,27 @@ record_put_meta(struct record *r)
 /*
  * The first status included, a write replaces the last atomically (temp
  * file, rename): one the disk refuses leaves the previous file whole.
- * Not synced here: the owner makes final ones durable in one syncfs.
+ * Each file is given room for a longer status than its own (the final
+ * one adds the exit), so that when the disk is full the next status
+ * still takes, written in place into that room: an exit code is not
+ * lost for lack of space.  Not synced here: the owner makes final ones
+ * durable in one syncfs.
  */
 int
 record_put_status(struct record *r, const char *json)
 {
+	size_t	n;
 	int	dfd, rc = -1;
 
 	if (json == NULL)
 		errno = ENOMEM;
 	else if ((dfd = record_dir(r)) != -1) {
+		n = strlen(json);
 		rc = fsutil_write_atomic_tmp(dfd, RECORD_STATUS, r->statustmp,
-		    json, strlen(json), false);
+		    json, n, n + RECORD_STATUS_ROOM, false);
 		r->statustmp = false;
+		if (rc == -1 && (errno == ENOSPC || errno == EDQUOT))
+			rc = fsutil_write_inplace(dfd, RECORD_STATUS, json, n);
 		record_dir_done(r, dfd);
 	}
 	r->status_failed = rc == -1;

@@ -124,22 +124,30 @@ class TestStatusOnFullDisk(DiskCase):
         self.assertEqual(r.status, 200, r)
         self.assertEqual((r.json["state"], r.json["exit"]["code"]), ("exited", 0), r.json)
 
-    def test_failed_replacement_keeps_previous_then_retries(self):
+    def test_final_status_takes_the_room_kept_on_a_full_disk(self):
+        # The running status was written with room kept past it: the
+        # final one takes that room when the disk fills meanwhile, so the
+        # exit code survives a clean stop made while the disk is still
+        # full (issue 25 item 10: it read "lost" after the restart).
         mnt, state = self.tmpfs()
         a = self.agent(state_dir=state)
         boot = a.health()["bootId"]
-        a.launch_ok(["sleep", "0.5"], id="slow")
+        a.launch_ok(["sh", "-c", "sleep 0.5; exit 0"], id="slow")
         path = os.path.join(a.proc_dir(boot, "slow"), "status.json")
         self.assertTrue(poll(lambda: load_json(path) is not None, 3), "no first status")
         filler = self.fill(mnt)
         st = a.wait_ended("slow")
-        self.assertIs(st.get("statusWriteFailed"), True, st)
-        # The refused replacement left the running status whole.
-        self.assertEqual(load_json(path)["state"], "running", read_file(path))
+        self.assertEqual(st["exit"]["code"], 0, st)
+        self.assertTrue(poll(lambda: (load_json(path) or {}).get("state") == "exited", 3),
+                        "final status not written on the full disk: %r" % read_file(path))
+        self.assertNotIn("statusWriteFailed", a.status("slow").json)
         self.assertEqual(os.listdir(a.proc_dir(boot, "slow")).count("status.json.tmp"), 0)
+        self.assertEqual(a.stop(), 0)
         os.unlink(filler)
-        self.assertTrue(poll(lambda: (load_json(path) or {}).get("state") == "exited", 5),
-                        load_json(path))
+        b = self.agent(state_dir=state)
+        r = b.status("slow", headers={"Tend-Boot": boot})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual((r.json["state"], r.json["exit"]["code"]), ("exited", 0), r.json)
 
     def test_clean_stop_right_after_space_returns(self):
         mnt, state = self.tmpfs()

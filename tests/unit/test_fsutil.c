@@ -164,7 +164,7 @@ START_TEST(write_through_tmp_made_ahead)
 	ck_assert_int_eq(fstatat(tdir, "f.tmp", &st, 0), 0);
 	ck_assert_int_eq(st.st_size, 0);
 	ck_assert_int_eq(fsutil_write_atomic_tmp(tdir, "f", true, "one", 3,
-	    false), 0);
+	    0, false), 0);
 	ck_assert_int_eq(fstatat(tdir, "f", &st2, 0), 0);
 	ck_assert_uint_eq(st2.st_ino, st.st_ino);
 	ck_assert(!tu_exists(tdir, "f.tmp"));
@@ -182,7 +182,7 @@ START_TEST(write_through_tmp_made_ahead)
 	ck_assert_int_eq(fsutil_tmp_make(tdir, "h"), 0);
 	ck_assert_int_eq(unlinkat(tdir, "h.tmp", 0), 0);
 	ck_assert_int_eq(fsutil_write_atomic_tmp(tdir, "h", true, "three", 5,
-	    false), 0);
+	    0, false), 0);
 	s = tu_slurp(tdir, "h", NULL);
 	ck_assert_str_eq(s, "three");
 	free(s);
@@ -192,12 +192,47 @@ START_TEST(write_through_tmp_made_ahead)
 	tu_put(tdir, "victim", "precious");
 	ck_assert_int_eq(symlinkat("victim", tdir, "i.tmp"), 0);
 	ck_assert_int_eq(fsutil_write_atomic_tmp(tdir, "i", true, "four", 4,
-	    false), 0);
+	    0, false), 0);
 	s = tu_slurp(tdir, "victim", NULL);
 	ck_assert_str_eq(s, "precious");
 	free(s);
 	s = tu_slurp(tdir, "i", NULL);
 	ck_assert_str_eq(s, "four");
+	free(s);
+}
+END_TEST
+
+/*
+ * Room kept past a file (its size unchanged) takes a longer write in
+ * place; nothing is written through a second name.
+ */
+START_TEST(write_inplace_into_room_kept)
+{
+	struct stat	 st;
+	char		*s;
+
+	ck_assert_int_eq(fsutil_write_atomic_tmp(tdir, "k", false, "short", 5,
+	    8192, false), 0);
+	ck_assert_int_eq(fstatat(tdir, "k", &st, 0), 0);
+	ck_assert_int_eq(st.st_size, 5);
+	if (st.st_blocks * 512 < 8192)
+		fprintf(stderr, "fsutil: no room kept on this file system\n");
+	ck_assert_int_eq(fsutil_write_inplace(tdir, "k", "a longer text", 13),
+	    0);
+	s = tu_slurp(tdir, "k", NULL);
+	ck_assert_str_eq(s, "a longer text");
+	free(s);
+	ck_assert_int_eq(fsutil_write_inplace(tdir, "k", "cut", 3), 0);
+	s = tu_slurp(tdir, "k", NULL);
+	ck_assert_str_eq(s, "cut");
+	free(s);
+	ck_assert_int_eq(linkat(tdir, "k", tdir, "k2", 0), 0);
+	ck_assert_int_eq(fsutil_write_inplace(tdir, "k", "no", 2), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	ck_assert_int_eq(fsutil_write_inplace(tdir, "absent", "no", 2), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	s = tu_slurp(tdir, "k2", NULL);
+	ck_assert_str_eq(s, "cut");
 	free(s);
 }
 END_TEST
@@ -600,6 +635,7 @@ fsutil_suite(void)
 	tcase_add_test(tc, write_atomic_over_stale_tmp);
 	tcase_add_test(tc, write_new_refuses_existing);
 	tcase_add_test(tc, write_through_tmp_made_ahead);
+	tcase_add_test(tc, write_inplace_into_room_kept);
 	tcase_add_test(tc, write_refused_keeps_old);
 	tcase_add_test(tc, write_through_no_link);
 	suite_add_tcase(s, tc);
