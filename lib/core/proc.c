@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "base/codec.h"
+#include "base/jsonstr.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "base/wlist.h"
@@ -856,10 +857,8 @@ proc_meta_json(struct proc *p, const struct proc_opts *o)
 	size_t	 i;
 
 	j = cJSON_CreateObject();
-	a = cJSON_AddArrayToObject(j, "argv");
-	for (i = 0; p->argv[i] != NULL; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(p->argv[i]));
-	cJSON_AddStringToObject(j, "cwd", p->cwd);
+	(void)jsonstr_add_strv(j, "argv", p->argv);
+	(void)jsonstr_add_bytes(j, "cwd", p->cwd);
 	a = cJSON_AddArrayToObject(j, "env");
 	for (i = 0; o->env != NULL && o->env[i] != NULL; i++) {
 		name = strndup(o->env[i], strcspn(o->env[i], "="));
@@ -1595,17 +1594,14 @@ proc_status_build(struct proc *p, bool live)
 {
 	struct logstore	*ls = &p->rec.ls;
 	char		 ts[TIME_MAX];
-	cJSON		*j, *a;
-	size_t		 i;
+	cJSON		*j;
 
 	if ((j = cJSON_CreateObject()) == NULL)
 		return NULL;
 	cJSON_AddStringToObject(j, "id", p->id);
 	cJSON_AddNumberToObject(j, "pid", p->pid);
-	a = cJSON_AddArrayToObject(j, "command");
-	for (i = 0; p->argv[i] != NULL; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(p->argv[i]));
-	cJSON_AddStringToObject(j, "cwd", p->cwd);
+	(void)jsonstr_add_strv(j, "command", p->argv);
+	(void)jsonstr_add_bytes(j, "cwd", p->cwd);
 	codec_time(ts, p->started_ms);
 	cJSON_AddStringToObject(j, "startedAt", ts);
 	cJSON_AddStringToObject(j, "state", proc_state_name(p->state));

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "base/codec.h"
+#include "base/jsonstr.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "base/wlist.h"
@@ -340,17 +341,14 @@ cJSON *
 term_status_json(struct term *t)
 {
 	char	 ts[TIME_MAX];
-	cJSON	*j, *a;
-	size_t	 i;
+	cJSON	*j;
 
 	if ((j = cJSON_CreateObject()) == NULL)
 		return NULL;
 	cJSON_AddStringToObject(j, "id", t->id);
 	cJSON_AddNumberToObject(j, "pid", t->pid);
-	a = cJSON_AddArrayToObject(j, "command");
-	for (i = 0; t->argv[i] != NULL; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(t->argv[i]));
-	cJSON_AddStringToObject(j, "cwd", t->cwd);
+	(void)jsonstr_add_strv(j, "command", t->argv);
+	(void)jsonstr_add_bytes(j, "cwd", t->cwd);
 	cJSON_AddStringToObject(j, "status",
 	    t->state == TERM_RUNNING ? "running" : "exited");
 	if (t->state != TERM_RUNNING)
@@ -546,10 +544,8 @@ term_meta_json(struct term *t, const struct term_opts *o)
 
 	if ((j = cJSON_CreateObject()) == NULL)
 		return NULL;
-	a = cJSON_AddArrayToObject(j, "argv");
-	for (i = 0; t->argv[i] != NULL; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(t->argv[i]));
-	cJSON_AddStringToObject(j, "cwd", t->cwd);
+	(void)jsonstr_add_strv(j, "argv", t->argv);
+	(void)jsonstr_add_bytes(j, "cwd", t->cwd);
 	a = cJSON_AddArrayToObject(j, "env");
 	for (i = 0; o->env != NULL && o->env[i] != NULL; i++) {
 		name = strndup(o->env[i], strcspn(o->env[i], "="));
