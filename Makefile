@@ -50,7 +50,7 @@ DEPS_pty	:= user
 DEPS_codec	:= buf
 DEPS_jsonstr	:= buf codec
 DEPS_opt	:= buf codec
-DEPS_connect	:= buf
+DEPS_connect	:= buf jsonstr
 DEPS_cursor	:= codec
 DEPS_hclient	:= buf
 DEPS_ws		:= buf codec
@@ -98,7 +98,7 @@ DEPS_api_envd_stream	:= api api_envd buf codec connect envd follow http proc ter
 DEPS_api_envd_req	:= api api_errno connect envd fileops files fsutil
 DEPS_api_envd_entry	:= api api_envd_req codec envd files jsonstr user
 DEPS_api_envd_watch	:= api api_envd_entry api_envd_req connect envd files http jsonstr log watch
-DEPS_api_envd_files	:= api api_envd_req api_errno api_files buf connect envd files http multipart upload
+DEPS_api_envd_files	:= api api_envd_req api_errno api_files buf connect envd files http jsonstr multipart upload
 DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watch connect envd fileops files
 # A module written in several files, one noun each, that call one another
 # (they share a private header): its other files, which link and are

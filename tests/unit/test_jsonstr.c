@@ -45,7 +45,8 @@ START_TEST(valid_is_as_given)
 	char	*s;
 
 	ck_assert_ptr_nonnull(jsonstr_add(o, "a", "plain"));
-	ck_assert_int_eq(jsonstr_add_bytes(o, "name", "caf\xc3\xa9 \xf0\x9f\x98\x80"), 0);
+	ck_assert_int_eq(jsonstr_add_bytes(o, "name",
+	    "caf\xc3\xa9 \xf0\x9f\x98\x80"), 0);
 	ck_assert_int_eq(jsonstr_add_bytes(o, "empty", ""), 0);
 	s = printed(o);
 	ck_assert_str_eq(s, "{\"a\":\"plain\",\"name\":\"caf\xc3\xa9 "
