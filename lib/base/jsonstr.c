@@ -14,7 +14,7 @@
 #include "codec.h"
 #include "jsonstr.h"
 
-/* The longest key with "Bytes" after it that a caller uses, and room. */
+/* Room for "<key>Bytes": the keys are short field names. */
 #define JSONSTR_KEY_MAX	64
 
 static int	jsonstr_valid(const char *);

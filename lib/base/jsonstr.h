@@ -17,13 +17,14 @@ cJSON	*jsonstr_text(const char *s);
 cJSON	*jsonstr_add(cJSON *o, const char *key, const char *s);
 /*
  * As jsonstr_add, and when s is not valid UTF-8 a sibling "<key>Bytes",
- * the base64 of s's exact bytes.  -1 on ENOMEM (o may hold key then).
+ * the base64 of s's exact bytes.  -1 with errno: ENOMEM, or ENAMETOOLONG
+ * for a key of 59 bytes or more (o may hold key then).
  */
 int	 jsonstr_add_bytes(cJSON *o, const char *key, const char *s);
 /*
  * The NULL-terminated v as an array of texts under key; when any element
  * is not valid UTF-8, a sibling "<key>Bytes" array with the base64 of
- * every element, index for index.  -1 on ENOMEM.
+ * every element, index for index.  -1 with errno as jsonstr_add_bytes.
  */
 int	 jsonstr_add_strv(cJSON *o, const char *key, char *const *v);
 

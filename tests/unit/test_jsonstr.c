@@ -61,7 +61,7 @@ START_TEST(ill_formed_is_replaced)
 	cJSON	*o = cJSON_CreateObject();
 	char	*s;
 
-	/* A lone continuation, a truncated sequence, an overlong, a surrogate. */
+	/* A lone continuation, a cut sequence, an overlong, a surrogate. */
 	ck_assert_ptr_nonnull(jsonstr_add(o, "a", "x\x80y\xe2\x82z\xc0\xaf"
 	    "\xed\xa0\x80"));
 	s = printed(o);
