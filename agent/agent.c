@@ -485,10 +485,10 @@ agent_main(int argc, char **argv)
 	 */
 	if (proctab_init(&tab, loop, boot, statefd, -1) == -1)
 		fatal("event=proctab_failed");
-	tab.maxlive = opt.max_procs;
-	tab.keep_exited = opt.keep_exited;
+	tab.jobs.maxlive = opt.max_procs;
+	tab.jobs.keep = opt.keep_exited;
 	tab.maxlog = opt.max_log;
-	if (termtab_init(&terms, loop, boot, statefd, tab.baseenv,
+	if (termtab_init(&terms, loop, boot, statefd, tab.jobs.baseenv,
 	    &tab.limits) == -1)
 		fatal("event=termtab_failed");
 	api.tab = &tab;
@@ -683,7 +683,7 @@ agent_term_settled(struct termtab_sub *s, struct term *t,
 static void
 agent_maybe_done(void)
 {
-	if (tab.nlive > 0 || termtab_live(&terms) > 0 ||
+	if (tab.jobs.nlive > 0 || termtab_live(&terms) > 0 ||
 	    shimctl_alive())
 		return;
 	ev_timer_stop(loop, &grace_timer);
@@ -702,7 +702,7 @@ agent_grace_cb(struct ev_loop *l, ev_timer *w, int revents)
 	(void)revents;
 	if (!killed_all) {
 		killed_all = true;
-		log_info("event=grace_over running=%d terminals=%d", tab.nlive,
+		log_info("event=grace_over running=%d terminals=%d", tab.jobs.nlive,
 		    termtab_live(&terms));
 		if (getpid() == 1)
 			(void)kill(-1, SIGKILL);
@@ -715,6 +715,6 @@ agent_grace_cb(struct ev_loop *l, ev_timer *w, int revents)
 		ev_timer_start(l, w);
 		return;
 	}
-	log_warnx("event=shutdown_incomplete running=%d", tab.nlive);
+	log_warnx("event=shutdown_incomplete running=%d", tab.jobs.nlive);
 	ev_break(l, EVBREAK_ALL);
 }

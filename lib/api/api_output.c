@@ -24,12 +24,11 @@ struct api_reader {
 	struct logstore		 ro;	/* an earlier boot's record */
 	cJSON			*final;	/* an earlier boot's status */
 	bool			 counted;	/* in api->followers */
-};
-
-/* The JSON poll's reply, built in memory (bounded by limitBytes). */
-struct api_poll {
-	struct buf	 data[LS_NSTREAMS];
-	int		 rc;
+	/* The JSON poll's reply, streamed: */
+	int			 pstream;	/* whose string is open */
+	unsigned char		 carry[2];	/* bytes not yet in base64 */
+	size_t			 ncarry;
+	struct buf		 enc;		/* one piece's text */
 };
 
 const char *const api_output_streams[LS_NSTREAMS] = { "stdout", "stderr" };
@@ -70,6 +69,7 @@ api_reader_free(struct api_reader *rd)
 	follow_free(rd->f);
 	logstore_close(&rd->ro);
 	cJSON_Delete(rd->final);
+	buf_free(&rd->enc);
 	if (rd->counted)
 		rd->api->followers--;
 	free(rd);
@@ -416,22 +416,22 @@ api_bsse_gap(void *ctx, const struct follow_gap *g)
 	return 0;
 }
 
-/* As a shell reports it: 124 for a timeout, 128 + N for signal N. */
-static int
-api_bsse_code(struct proc *p)
+/*
+ * As a shell reports it: 124 for a timeout, 128 + N for signal N.  Read
+ * from the exit itself: there is no JSON to build, nor to fail.
+ */
+int
+api_output_bridge_code(struct proc *p)
 {
-	cJSON		*x = proc_exit_json(p);
-	const cJSON	*f;
-	int		 code;
+	const struct exit_status	*e = proc_exit(p);
 
-	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x, "timedOut")))
-		code = BRIDGE_EXIT_TIMEOUT;
-	else if ((f = cJSON_GetObjectItemCaseSensitive(x, "signal")) != NULL)
-		code = 128 + f->valueint;
-	else
-		code = cJSON_GetObjectItemCaseSensitive(x, "code")->valueint;
-	cJSON_Delete(x);
-	return code;
+	if (e == NULL)
+		return -1;	/* not reaped: the stream ends at the exit */
+	if (e->timed_out)
+		return BRIDGE_EXIT_TIMEOUT;
+	if (e->signal != 0)
+		return 128 + e->signal;
+	return e->code;
 }
 
 static void
@@ -446,7 +446,7 @@ api_bsse_end(void *ctx, enum follow_why why, const char *cursor)
 		    "was removed\",\"code\":\"not_found\"}");
 	else {
 		(void)snprintf(d, sizeof(d), "{\"exit_code\":%d}",
-		    api_bsse_code(follow_proc(rd->f)));
+		    api_output_bridge_code(follow_proc(rd->f)));
 		(void)api_bsse_event(rd->c, "exit", d);
 	}
 	api_reader_finish(rd);
@@ -482,71 +482,132 @@ api_reader_stream(struct api_reader *rd, const struct follow_sink *sink)
 /* ------------------------------------------------------------------ */
 /* The JSON poll's sink */
 
-static int
-api_poll_chunk(void *ctx, const struct follow_chunk *ch)
-{
-	struct api_poll	*pl = ctx;
-
-	if (buf_add(&pl->data[ch->stream], ch->data, ch->len) == -1)
-		pl->rc = -1;
-	return pl->rc;
-}
-
-static const struct follow_sink api_poll_sink = {
-	api_poll_chunk, api_raw_gap, NULL, NULL, NULL, 0, NULL
-};
-
 /*
- * The poll's reply, written as text: base64 and cursors need no escaping,
- * and a cJSON tree would copy each stream's text and scan it again (for
- * 16 MiB of output, half the time the reply holds the loop).
+ * The reply is the text a cJSON tree would print, written as it goes:
+ * {"stdout":"<base64>","stderr":"<base64>","cursor":"…","ended":…} (base64
+ * and cursors need no escaping), each stream's string open while its
+ * bytes come, the 0 to 2 bytes that do not fill a base64 quantum carried
+ * to the next piece.
  */
 static int
-api_poll_text(struct buf *out, struct buf data[LS_NSTREAMS],
-    const char *cur, bool ended, uint64_t skipped)
+api_poll_b64(struct api_reader *rd, struct buf *b, const unsigned char *d,
+    size_t n)
 {
-	int	s, rc = 0;
+	unsigned char	q[3];
+	size_t		k;
+	int		rc = 0;
 
-	for (s = 0; s < LS_NSTREAMS; s++) {
-		rc |= buf_printf(out, "%s\"%s\":\"", s ? "," : "{",
-		    api_output_streams[s]);
-		rc |= codec_b64_encode(out, data[s].data, data[s].len);
-		rc |= buf_addstr(out, "\"");
+	if (rd->ncarry > 0 && rd->ncarry + n >= 3) {
+		memcpy(q, rd->carry, rd->ncarry);
+		k = 3 - rd->ncarry;
+		memcpy(q + rd->ncarry, d, k);
+		rc |= codec_b64_encode(b, q, 3);
+		d += k;
+		n -= k;
+		rd->ncarry = 0;
 	}
-	rc |= buf_printf(out, ",\"cursor\":\"%s\",\"ended\":%s", cur,
-	    ended ? "true" : "false");
-	/* tend addition: bytes the disk bound released before they were read. */
-	if (skipped > 0)
-		rc |= buf_printf(out, ",\"skippedBytes\":%llu",
-		    (unsigned long long)skipped);
-	rc |= buf_addstr(out, "}");
+	if (rd->ncarry == 0) {		/* else ncarry + n < 3 */
+		k = n - n % 3;
+		rc |= codec_b64_encode(b, d, k);
+		d += k;
+		n -= k;
+	}
+	memcpy(rd->carry + rd->ncarry, d, n);
+	rd->ncarry += n;
 	return rc;
 }
 
+/* Close the open strings up to stream s, opening the next ones. */
+static int
+api_poll_to(struct api_reader *rd, struct buf *b, int s)
+{
+	int	rc = 0;
+
+	while (rd->pstream < s) {
+		rc |= codec_b64_encode(b, rd->carry, rd->ncarry);
+		rd->ncarry = 0;
+		rc |= buf_addstr(b, "\"");
+		if (++rd->pstream < LS_NSTREAMS)
+			rc |= buf_printf(b, ",\"%s\":\"",
+			    api_output_streams[rd->pstream]);
+	}
+	return rc;
+}
+
+/* One piece of text to the reply: an unbuilt one fails it, cut short. */
+static int
+api_poll_send(struct api_reader *rd, int built)
+{
+	int	rc;
+
+	if (built != 0) {
+		http_conn_abort(rd->c);
+		rc = -1;
+	} else
+		rc = http_stream_write(rd->c, rd->enc.data, rd->enc.len);
+	buf_reset(&rd->enc);
+	return rc;
+}
+
+static int
+api_poll_chunk(void *ctx, const struct follow_chunk *ch)
+{
+	struct api_reader	*rd = ctx;
+	int			 rc;
+
+	rc = api_poll_to(rd, &rd->enc, ch->stream);
+	rc |= api_poll_b64(rd, &rd->enc, (const unsigned char *)ch->data,
+	    ch->len);
+	if (rc == 0 && rd->enc.len == 0)
+		return 0;		/* all carried */
+	return api_poll_send(rd, rc);
+}
+
+static void
+api_poll_end(void *ctx, enum follow_why why, const char *cursor)
+{
+	struct api_reader	*rd = ctx;
+	struct buf		*b = &rd->enc;
+	uint64_t		 skipped = follow_skipped(rd->f);
+	int			 rc;
+
+	if (why == FOLLOW_GONE) {
+		http_conn_abort(rd->c);		/* api_sink_closed frees rd */
+		return;
+	}
+	rc = api_poll_to(rd, b, LS_NSTREAMS);
+	rc |= buf_printf(b, ",\"cursor\":\"%s\",\"ended\":%s", cursor,
+	    follow_done(rd->f) ? "true" : "false");
+	/* tend addition: bytes the disk bound released before they were read. */
+	if (skipped > 0)
+		rc |= buf_printf(b, ",\"skippedBytes\":%llu",
+		    (unsigned long long)skipped);
+	rc |= buf_addstr(b, "}");
+	if (api_poll_send(rd, rc) == 0)
+		api_reader_finish(rd);
+}
+
+static const struct follow_sink api_poll_sink = {
+	api_poll_chunk, api_raw_gap, api_poll_end, NULL, api_sink_pending,
+	LOGS_OUT_HIGH, NULL
+};
+
 /*
  * Accept: application/json — what exists now after since, bounded by
- * limitBytes and by LOGS_SCAN_MAX records looked at.
+ * limitBytes and by LOGS_SCAN_MAX records looked at, streamed from the
+ * files with chunked coding: a poll holds a piece in memory, not its
+ * reply, and the loop serves others between pieces.
  */
 static void
-api_poll(struct http_conn *c, struct follow *f, uint64_t limit)
+api_poll(struct api_reader *rd, uint64_t limit)
 {
-	struct api_poll	 pl = { { { 0 }, { 0 } }, 0 };
-	struct buf	 out = { 0 };
-	char		 cur[CURSOR_MAX];
-	int		 s, rc;
+	struct http_conn	*c = rd->c;
 
-	rc = follow_poll(f, &api_poll_sink, &pl, limit);
-	follow_cursor(f, cur);
-	if (rc == 0)
-		rc = api_poll_text(&out, pl.data, cur, follow_done(f),
-		    follow_skipped(f));
-	for (s = 0; s < LS_NSTREAMS; s++)
-		buf_free(&pl.data[s]);
-	if (rc != 0)
-		http_reply_error(c, 503, "busy", "out of memory");
-	else
-		http_reply(c, 200, "application/json", out.data, out.len);
-	buf_free(&out);
+	http_conn_own(c, rd, api_sink_drained, api_sink_closed);
+	if (http_stream_begin(c, 200, "application/json", HTTP_FRAME_CHUNKED,
+	    NULL) == -1 || http_stream_write(c, "{\"stdout\":\"", 11) == -1)
+		return;		/* api_sink_closed frees it */
+	follow_poll_start(rd->f, &api_poll_sink, rd, limit);
 }
 
 /* ------------------------------------------------------------------ */
@@ -604,7 +665,7 @@ api_output_limit_query(struct http_req *r, uint64_t *limit,
 		    "limitBytes: must be a positive integer");
 		return -1;
 	}
-	/* A reply is built in memory: larger asks get the cap. */
+	/* Larger asks get the cap: a reply is a bounded read. */
 	if (*limit > LOGS_JSON_LIMIT_CAP)
 		*limit = LOGS_JSON_LIMIT_CAP;
 	return 0;
@@ -655,7 +716,7 @@ api_output_raw(struct http_conn *c, struct http_req *r)
  */
 static int
 api_output_logs_open(struct api_reader *rd, struct http_req *r,
-    struct api_err *e)
+    bool as_json, struct api_err *e)
 {
 	struct follow_opts	 o = { 0 };
 	struct follow_src	 src;
@@ -675,6 +736,7 @@ api_output_logs_open(struct api_reader *rd, struct http_req *r,
 	}
 	o.walk = FOLLOW_RECORDS;
 	o.follow = follow == 1;
+	o.piece = as_json ? LOGS_PIECE : 0;	/* SSE: a cursor a chunk */
 	src.until = o.follow ? PROC_END_OUTPUT : PROC_END_STATE;
 	if ((rd->f = follow_new(proctab_loop(rd->api->tab), &src,
 	    &o)) == NULL) {
@@ -697,25 +759,26 @@ api_output_logs(struct http_conn *c, struct http_req *r)
 	struct api_err		 e;
 	const char		*accept;
 	uint64_t		 limit;
+	bool			 as_json;
 
+	accept = http_header(r, "Accept");
+	as_json = accept != NULL && strstr(accept, "application/json") != NULL &&
+	    strstr(accept, "text/event-stream") == NULL;
 	if ((rd = api_reader_new(c)) == NULL)
 		return;
-	if (api_output_logs_open(rd, r, &e) == -1) {
+	if (api_output_logs_open(rd, r, as_json, &e) == -1) {
 		api_reply_err(c, &e);
 		api_reader_free(rd);
 		return;
 	}
-	accept = http_header(r, "Accept");
-	if (accept != NULL && strstr(accept, "application/json") != NULL &&
-	    strstr(accept, "text/event-stream") == NULL) {
-		if (api_output_limit_query(r, &limit, &e) == -1)
-			api_reply_err(c, &e);
-		else
-			api_poll(c, rd->f, limit);
+	if (!as_json)
+		api_reader_stream(rd, &api_sse_sink);
+	else if (api_output_limit_query(r, &limit, &e) == 0)
+		api_poll(rd, limit);
+	else {
+		api_reply_err(c, &e);
 		api_reader_free(rd);
-		return;
 	}
-	api_reader_stream(rd, &api_sse_sink);
 }
 
 /* ------------------------------------------------------------------ */

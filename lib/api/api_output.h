@@ -29,6 +29,8 @@ void	api_output_exec_stream(struct http_conn *, struct proc *);
 void	api_output_bridge_exec_stream(struct http_conn *, struct proc *);
 void	api_output_bridge_exec_failed(struct http_conn *, const char *argv0,
 	    int err);
+/* The exit_code of that "exit" event, for a reaped process. */
+int	api_output_bridge_code(struct proc *);
 
 /* Query checks. */
 /* ?follow= and ?offset= of a raw stream: 0, or -1 with 400. */

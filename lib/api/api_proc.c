@@ -11,14 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api_input.h"
 #include "api_proc.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "store/record.h"
-
-/* body_error of a stdin request refused while another one is held */
-#define API_STDIN_BUSY		1	/* before any of its bytes */
-#define API_STDIN_BUSY_PART	2	/* after some were written */
 
 static void	api_proc_launch(struct http_conn *, struct http_req *);
 static void	api_list(struct http_conn *, struct http_req *);
@@ -295,108 +292,31 @@ api_delete(struct http_conn *c, struct http_req *r)
 
 /*
  * Stdin bodies are streamed into the process's pipe buffer as they
- * arrive.  The queue is bounded across requests, not only within one: a
- * writer whose bytes leave it above PROC_STDIN_HIGH is held until the
- * process has taken half of it — mid-body its reading pauses, after its
- * body its reply waits — and while one is held, other writers are
- * refused.  A client sending one request after another is so paced like
- * one long body, and the queue holds at most the bound and one read.
+ * arrive, the writer held while the queue is full (api_input.h).
  */
 
-/* The connection of a held writer closed: the process forgets it. */
-static void
-api_stdin_closed(struct http_conn *c, void *owner)
-{
-	(void)c;
-	proc_stdin_unhold(owner);
-}
-
-/* Held mid-body: read on; the rest of the body learns what happened. */
-static void
-api_stdin_resume(struct proc *p, void *writer, int err)
-{
-	struct http_conn	*c = writer;
-
-	(void)p;
-	(void)err;
-	http_conn_own(c, NULL, NULL, NULL);
-	http_conn_resume_read(c);
-}
+static const struct api_input_says api_stdin_says = {
+	"stdin", "the process was removed", "conflict",
+	"stdin of '%s' was closed before the queued bytes were written"
+};
 
 /* Held after its body: the reply it was waiting for. */
 static void
-api_stdin_answer(struct proc *p, void *writer, int err)
+api_stdin_answer(struct job *j, void *writer, int err)
 {
-	struct http_conn	*c = writer;
-
-	http_conn_own(c, NULL, NULL, NULL);
-	if (err == ENOENT)
-		http_reply_error(c, 404, "not_found", "the process was removed");
-	else if (err != 0)
-		http_reply_error(c, 409, "conflict", "stdin of '%s' was closed "
-		    "before the queued bytes were written", proc_id(p));
-	else
-		http_reply(c, 204, NULL, NULL, 0);
+	api_input_answer(writer, j, err, &api_stdin_says);
 }
 
-/* -1 (EBUSY) while another writer is held. */
-static int
-api_stdin_hold(struct proc *p, struct http_conn *c,
-    void (*wake)(struct proc *, void *, int))
-{
-	if (proc_stdin_hold(p, c, wake) == -1)
-		return -1;
-	http_conn_own(c, p, NULL, api_stdin_closed);
-	return 0;
-}
-
-/* The request names another boot than the current one. */
-static bool
-api_pinned_elsewhere(struct api *a, struct http_req *r)
-{
-	const char	*h;
-	char		 q[API_BOOT_Q_MAX];
-
-	h = api_boot_named(r, q, sizeof(q));
-	return h != NULL && strcmp(h, proctab_boot(a->tab)) != 0;
-}
-
+/* A closed stdin refuses the bytes (409) in job_input. */
 static void
 api_stdin_body(struct http_conn *c, struct http_req *r, const char *d,
     size_t n)
 {
-	struct proc	*p;
+	struct proctab	*tab = api_of(c)->tab;
+	struct proc	*p = proc_find(tab, r->param[0]);
 
-	if (r->body_error)
-		return;
-	if (api_pinned_elsewhere(api_of(c), r)) {
-		r->body_error = 410;
-		return;
-	}
-	if ((p = proc_find(api_of(c)->tab, r->param[0])) == NULL) {
-		r->body_error = 404;
-		return;
-	}
-	if (!proc_stdin_open(p)) {
-		r->body_error = 409;
-		return;
-	}
-	/*
-	 * While another request is held (the queue is full), this one is
-	 * refused before any of its bytes are queued: nothing of a refused
-	 * body reaches the process, and the queue does not grow.
-	 */
-	if (proc_stdin_writer(p) != NULL && proc_stdin_writer(p) != c) {
-		r->body_error = r->streamed == 0 ? API_STDIN_BUSY :
-		    API_STDIN_BUSY_PART;
-		return;
-	}
-	if (proc_stdin(p, d, n, false) == -1) {
-		r->body_error = 409;
-		return;
-	}
-	if (proc_stdin_full(p) && api_stdin_hold(p, c, api_stdin_resume) == 0)
-		http_conn_pause_read(c);
+	api_input_body(c, r, proctab_boot(tab), p != NULL ? proc_job(p) : NULL,
+	    d, n);
 }
 
 static void
@@ -408,22 +328,13 @@ api_stdin(struct http_conn *c, struct http_req *r)
 
 	if ((p = api_proc_live(c, r)) == NULL)
 		return;
-	if (proc_stdin_writer(p) == c) {
-		proc_stdin_unhold(p);
-		api_stdin_resume(p, c, 0);
-	}
+	api_input_done(c, proc_job(p));
 	if (api_query_flag(r, "close", 0, &close_after, &e) == -1) {
 		api_reply_err(c, &e);
 		return;
 	}
-	if (r->body_error == API_STDIN_BUSY ||
-	    r->body_error == API_STDIN_BUSY_PART) {
-		http_reply_error(c, 409, "conflict", "stdin of '%s' is busy with "
-		    "another request; %s", proc_id(p),
-		    r->body_error == API_STDIN_BUSY ? "nothing of this body was "
-		    "written" : "only the start of this body was written");
+	if (api_input_busy(c, r, proc_job(p), &api_stdin_says))
 		return;
-	}
 	if (r->body_error != 0 || !proc_stdin_piped(p) || !proc_stdin_open(p)) {
 		http_reply_error(c, 409, "conflict", proc_stdin_piped(p) ?
 		    "stdin of '%s' is closed" : "process '%s' was not started "
@@ -436,8 +347,7 @@ api_stdin(struct http_conn *c, struct http_req *r)
 		return;
 	}
 	/* Its bytes left the queue full: the reply waits for room. */
-	if (r->streamed > 0 && proc_stdin_full(p) &&
-	    api_stdin_hold(p, c, api_stdin_answer) == 0)
+	if (api_input_wait(c, r, proc_job(p), api_stdin_answer))
 		return;
 	http_reply(c, 204, NULL, NULL, 0);
 }

@@ -12,15 +12,12 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "api_input.h"
 #include "api_term.h"
 #include "base/log.h"
 #include "core/term.h"
 #include "store/boot.h"
 #include "store/record.h"
-
-/* body_error of an input request refused while another one is held */
-#define API_TERM_BUSY		1	/* before any of its bytes */
-#define API_TERM_BUSY_PART	2	/* after some were written */
 
 static int	api_term_err(struct api_err *, int, const char *,
 		    const char *, const char *);
@@ -33,7 +30,6 @@ static int	api_term_opts(const cJSON *, const char *, struct term_opts *,
 static struct termtab *api_terms(struct http_conn *);
 static struct term *api_term_of(struct http_conn *, struct http_req *);
 static int	api_term_pinned(struct http_conn *, struct http_req *);
-static bool	api_term_elsewhere(struct http_conn *, struct http_req *);
 
 static void	api_term_create(struct http_conn *, struct http_req *);
 static void	api_term_list(struct http_conn *, struct http_req *);
@@ -285,19 +281,6 @@ api_term_pinned(struct http_conn *c, struct http_req *r)
 	return fd;
 }
 
-/* The request names a boot other than the current one. */
-static bool
-api_term_elsewhere(struct http_conn *c, struct http_req *r)
-{
-	const char	*h;
-	char		 q[64];
-
-	if ((h = http_header(r, "Tend-Boot")) == NULL &&
-	    http_query(r, "boot", q, sizeof(q)) != 0)
-		h = q;
-	return h != NULL && strcmp(h, termtab_boot(api_terms(c))) != 0;
-}
-
 /* ------------------------------------------------------------------ */
 /* Handlers */
 
@@ -342,7 +325,7 @@ api_term_create_cwd(struct http_conn *c, struct http_req *r, const char *cwd)
 		http_reply_json(c, 200, term_status_json(t));
 	else if (err == EAGAIN)
 		http_reply_error(c, 503, "busy", "terminal limit reached (%d "
-		    "live)", api_terms(c)->maxlive);
+		    "live)", termtab_maxlive(api_terms(c)));
 	else
 		api_reply_spawn_error(c, failed, err, o.id);
 out:
@@ -491,84 +474,30 @@ api_term_resize(struct http_conn *c, struct http_req *r)
 
 /*
  * Input bodies are streamed to the master as they arrive, bounded as
- * stdin is (api.c): a writer whose bytes leave the queue above
- * TERM_INPUT_HIGH is held until the terminal has taken half of it —
- * mid-body its reading pauses, after its body its reply waits — and
- * while one is held, other writers are refused.
+ * stdin is (api_input.h).
  */
 
+static const struct api_input_says api_term_input_says = {
+	"input", "the terminal was removed", "not_running",
+	"terminal '%s' ended before the queued input was written"
+};
+
+/* Held after its body: the reply it was waiting for. */
 static void
-api_term_input_closed(struct http_conn *c, void *owner)
+api_term_input_answer(struct job *j, void *writer, int err)
 {
-	(void)c;
-	term_input_unhold(owner);
-}
-
-static void
-api_term_input_resume(struct term *t, void *writer, int err)
-{
-	struct http_conn	*c = writer;
-
-	(void)t;
-	(void)err;
-	http_conn_own(c, NULL, NULL, NULL);
-	http_conn_resume_read(c);
-}
-
-static void
-api_term_input_answer(struct term *t, void *writer, int err)
-{
-	struct http_conn	*c = writer;
-
-	http_conn_own(c, NULL, NULL, NULL);
-	if (err == ENOENT)
-		http_reply_error(c, 404, "not_found", "the terminal was removed");
-	else if (err != 0)
-		http_reply_error(c, 409, "not_running", "terminal '%s' ended "
-		    "before the queued input was written", term_id(t));
-	else
-		http_reply(c, 204, NULL, NULL, 0);
-}
-
-static int
-api_term_input_hold(struct term *t, struct http_conn *c,
-    void (*wake)(struct term *, void *, int))
-{
-	if (term_input_hold(t, c, wake) == -1)
-		return -1;
-	http_conn_own(c, t, NULL, api_term_input_closed);
-	return 0;
+	api_input_answer(writer, j, err, &api_term_input_says);
 }
 
 static void
 api_term_input_body(struct http_conn *c, struct http_req *r, const char *d,
     size_t n)
 {
-	struct term	*t;
+	struct termtab	*tt = api_terms(c);
+	struct term	*t = term_find(tt, r->param[0]);
 
-	if (r->body_error)
-		return;
-	/* Bytes meant for another boot's terminal reach none. */
-	if (api_term_elsewhere(c, r)) {
-		r->body_error = 410;
-		return;
-	}
-	if ((t = term_find(api_terms(c), r->param[0])) == NULL) {
-		r->body_error = 404;
-		return;
-	}
-	if (term_input_writer(t) != NULL && term_input_writer(t) != c) {
-		r->body_error = r->streamed == 0 ? API_TERM_BUSY :
-		    API_TERM_BUSY_PART;
-		return;
-	}
-	if (term_input(t, d, n) == -1) {
-		r->body_error = 409;
-		return;
-	}
-	if (term_input_full(t) &&
-	    api_term_input_hold(t, c, api_term_input_resume) == 0)
-		http_conn_pause_read(c);
+	api_input_body(c, r, termtab_boot(tt), t != NULL ? term_job(t) : NULL,
+	    d, n);
 }
 
 static void
@@ -579,25 +508,15 @@ api_term_input(struct http_conn *c, struct http_req *r)
 
 	if (api_term_pin(c, r, false, &fd) != 0 || (t = api_term_of(c, r)) == NULL)
 		return;
-	if (term_input_writer(t) == c) {
-		term_input_unhold(t);
-		api_term_input_resume(t, c, 0);
-	}
-	if (r->body_error == API_TERM_BUSY ||
-	    r->body_error == API_TERM_BUSY_PART) {
-		http_reply_error(c, 409, "conflict", "input of '%s' is busy "
-		    "with another request; %s", term_id(t),
-		    r->body_error == API_TERM_BUSY ? "nothing of this body was "
-		    "written" : "only the start of this body was written");
+	api_input_done(c, term_job(t));
+	if (api_input_busy(c, r, term_job(t), &api_term_input_says))
 		return;
-	}
 	if (r->body_error != 0 || term_ended(t)) {
 		http_reply_error(c, 409, "not_running", "terminal '%s' has "
 		    "ended", term_id(t));
 		return;
 	}
-	if (r->streamed > 0 && term_input_full(t) &&
-	    api_term_input_hold(t, c, api_term_input_answer) == 0)
+	if (api_input_wait(c, r, term_job(t), api_term_input_answer))
 		return;
 	http_reply(c, 204, NULL, NULL, 0);
 }

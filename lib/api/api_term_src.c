@@ -63,6 +63,8 @@ api_term_src_open(struct api *a, struct http_req *r, const char *id,
 		api_err_nomem(e);
 		return -1;
 	}
+	src->exited = exitstatus_parse(&src->exit,
+	    cJSON_GetObjectItemCaseSensitive(src->final, "exit")) == 0;
 	return 1;
 }
 
@@ -91,22 +93,25 @@ api_term_src_str(const cJSON *j, const char *name)
 	return cJSON_IsString(f) ? f->valuestring : "";
 }
 
+const struct exit_status *
+api_term_src_exit(const struct api_term_src *src, struct term *t)
+{
+	if (t != NULL)
+		return term_exit(t);
+	return src->exited ? &src->exit : NULL;
+}
+
 void
 api_term_src_ending(const struct api_term_src *src, struct term *t, cJSON *j)
 {
-	static const char *const copied[] = { "exit", "error" };
-	const cJSON	*x;
-	size_t		 i;
+	const struct exit_status	*x = api_term_src_exit(src, t);
+	const cJSON			*err;
 
-	if (t != NULL) {
-		cJSON_AddItemToObject(j, "exit", term_exit_json(t));
-		return;
-	}
-	for (i = 0; i < sizeof(copied) / sizeof(copied[0]); i++)
-		if ((x = cJSON_GetObjectItemCaseSensitive(src->final,
-		    copied[i])) != NULL && !cJSON_IsNull(x))
-			cJSON_AddItemToObject(j, copied[i],
-			    cJSON_Duplicate(x, 1));
+	if (x != NULL)
+		cJSON_AddItemToObject(j, "exit", exitstatus_json(x, false));
+	if (t == NULL && (err = cJSON_GetObjectItemCaseSensitive(src->final,
+	    "error")) != NULL && !cJSON_IsNull(err))
+		cJSON_AddItemToObject(j, "error", cJSON_Duplicate(err, 1));
 }
 
 struct follow *

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 
 #include "api.h"
+#include "core/exitstatus.h"
 #include "core/follow.h"
 #include "store/logstore.h"
 
@@ -18,6 +19,8 @@
 struct api_term_src {
 	struct logstore	 ro;		/* its output, read-only */
 	cJSON		*final;		/* its last status; NULL: this boot's */
+	struct exit_status exit;	/* final's "exit", read once */
+	bool		 exited;	/* ... which it has */
 	char		 boot[API_BOOT_Q_MAX];
 	char		 id[PROC_ID_MAX + 1];
 };
@@ -43,9 +46,15 @@ int	api_term_src_named(struct http_conn *, struct http_req *,
 /* A cJSON string field of j, or "". */
 const char *api_term_src_str(const cJSON *j, const char *name);
 /*
+ * How the terminal ended, when it is known: the live one's exit (t; NULL
+ * while it runs), or the earlier boot's status's.
+ */
+const struct exit_status *api_term_src_exit(const struct api_term_src *,
+	    struct term *t);
+/*
  * How the terminal ended, into j: "exit" {"code","signal"} when it is
- * known — the live one's (t), or the earlier boot's status's — and the
- * status's "error" (lost) when it is not.
+ * known (api_term_src_exit), and the earlier boot's status's "error"
+ * (lost).
  */
 void	api_term_src_ending(const struct api_term_src *, struct term *t,
 	    cJSON *j);

@@ -163,64 +163,54 @@ api_term_ws_gap(void *ctx, const struct follow_gap *g)
 }
 
 /*
- * tws_bridge_exit keeps its body's names while the exit-status change
- * (issue 24) rewrites it; these lines and its name go with that change.
- */
-#define tws_msg		api_term_ws_msg
-#define tsrc_str	api_term_src_str
-
-/*
- * The bridge's exit: {"code":N[,"signal":"SIGHUP"]}, from the ending
- * api_term_src_ending gave; one with no exit (lost) is told as an error.
+ * The bridge's exit: {"code":N[,"signal":"SIGHUP"]}, from how the
+ * terminal ended (api_term_src_exit); one with no exit (lost) is told
+ * as an error, with its status's message.
  */
 static cJSON *
-tws_bridge_exit(const cJSON *end)
+api_term_ws_bridge_exit(const struct api_term_src *src, struct term *t)
 {
-	const cJSON	*e, *code, *sig;
-	const char	*name;
-	char		 sn[32];
-	cJSON		*j;
+	const struct exit_status	*x = api_term_src_exit(src, t);
+	const cJSON			*e;
+	const char			*name;
+	char				 sn[32];
+	cJSON				*j;
 
-	if ((e = cJSON_GetObjectItemCaseSensitive(end, "exit")) == NULL) {
-		j = tws_msg("error", NULL);
-		e = cJSON_GetObjectItemCaseSensitive(end, "error");
-		cJSON_AddStringToObject(j, "message", *tsrc_str(e, "message") ?
-		    tsrc_str(e, "message") : "the terminal's exit is unknown");
+	if (x == NULL) {
+		j = api_term_ws_msg("error", NULL);
+		e = t == NULL ? cJSON_GetObjectItemCaseSensitive(src->final,
+		    "error") : NULL;
+		cJSON_AddStringToObject(j, "message",
+		    *api_term_src_str(e, "message") ?
+		    api_term_src_str(e, "message") :
+		    "the terminal's exit is unknown");
 		return j;
 	}
-	j = tws_msg("exit", NULL);
-	code = cJSON_GetObjectItemCaseSensitive(e, "code");
-	sig = cJSON_GetObjectItemCaseSensitive(e, "signal");
-	cJSON_AddNumberToObject(j, "code", cJSON_IsNumber(code) ?
-	    code->valuedouble : -1);
-	if (cJSON_IsNumber(sig) && (name = sigabbrev_np(sig->valueint)) !=
-	    NULL) {
+	j = api_term_ws_msg("exit", NULL);
+	cJSON_AddNumberToObject(j, "code", x->code);
+	if (x->signal != 0 && (name = sigabbrev_np(x->signal)) != NULL) {
 		snprintf(sn, sizeof(sn), "SIG%s", name);
 		cJSON_AddStringToObject(j, "signal", sn);
 	}
 	return j;
 }
 
-#undef tws_msg
-#undef tsrc_str
-
 /* The end: the exit (as the terminal's, or its earlier boot's, status). */
 static void
 api_term_ws_end(void *ctx, enum follow_why why, const char *cursor)
 {
 	struct api_term_ws	*s = ctx;
-	cJSON			*j, *b;
+	cJSON			*j;
 
 	follow_free(s->f);
 	s->f = NULL;
 	if (why == FOLLOW_ENDED && (s->t != NULL ||
 	    api_term_src_earlier(&s->src))) {
-		j = api_term_ws_msg("exit", cursor);
-		api_term_src_ending(&s->src, s->t, j);
-		if (s->bridge) {
-			b = tws_bridge_exit(j);
-			cJSON_Delete(j);
-			j = b;
+		if (s->bridge)
+			j = api_term_ws_bridge_exit(&s->src, s->t);
+		else {
+			j = api_term_ws_msg("exit", cursor);
+			api_term_src_ending(&s->src, s->t, j);
 		}
 		(void)api_term_ws_json(s, j);
 	} else

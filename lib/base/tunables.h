@@ -50,6 +50,16 @@
  */
 #define LOGS_PUMP_BYTES		(256 * 1024)
 #define LOGS_SCAN_MAX		4096
+/*
+ * A reader whose client does not read (envd's Start and Connect streams,
+ * the JSON poll) holds at most LOGS_OUT_HIGH of output queued in the
+ * agent plus one piece: it writes only while its queue is below the mark,
+ * a piece of at most LOGS_PIECE stored bytes at a time read from the
+ * files, and goes on when the queue drains.  The files are the buffer;
+ * the socket's own buffer keeps a reader that does read busy.
+ */
+#define LOGS_OUT_HIGH		(16 * 1024)
+#define LOGS_PIECE		(12 * 1024)	/* base64: 16 KiB */
 
 /* WebSocket (RFC 6455) server side and terminals (pseudo-terminals). */
 #define WS_MAX_MESSAGE		(1024 * 1024)	/* all fragments of one */

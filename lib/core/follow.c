@@ -42,6 +42,18 @@ struct follow {
 	int			 scan;		/* records left this callback */
 	bool			 live;		/* waits for the process */
 	bool			 done;		/* the sink was told the end */
+	/* A record sent in pieces (o.piece), read from the store as it goes. */
+	bool			 in_part;
+	struct ls_rec		 part;
+	uint64_t		 part_off;	/* its next byte to send */
+	/* The JSON poll (follow_poll_start): a stream's records (pfrom, pto]. */
+	bool			 polling;
+	int			 pstream;	/* the stream being sent */
+	uint64_t		 pfrom[LS_NSTREAMS], pto[LS_NSTREAMS];
+	uint64_t		 pseq;		/* the last looked at */
+	uint64_t		 pstart[LS_NSTREAMS];	/* retained from, planned */
+	uint64_t		 pkept, psent;	/* bytes planned, and sent */
+	uint64_t		 pskipped;	/* skipped, planned */
 	char			 boot[33];
 	char			 id[PROC_ID_MAX + 1];
 	char			 key[PROC_ID_MAX + TIME_MAX + 2];	/* cursors */
@@ -272,6 +284,16 @@ follow_log_bad(struct follow *f)
 	f->bad = 0;
 }
 
+/* The bytes of rec before start (released). */
+static uint64_t
+follow_rec_skip(const struct ls_rec *rec, uint64_t start)
+{
+	if (rec->offset >= start)
+		return 0;
+	return start - rec->offset < rec->len ? start - rec->offset :
+	    rec->len;
+}
+
 /*
  * The retained part of a record, read into follow_buf: its length (0
  * when the disk bound released all of it); released bytes add to
@@ -280,12 +302,9 @@ follow_log_bad(struct follow *f)
 static size_t
 follow_rec_data(struct follow *f, const struct ls_rec *rec)
 {
-	uint64_t	start = f->ls->start[rec->stream], skip = 0;
+	uint64_t	skip = follow_rec_skip(rec, f->ls->start[rec->stream]);
 	ssize_t		n = 0;
 
-	if (rec->offset < start)
-		skip = start - rec->offset < rec->len ? start - rec->offset :
-		    rec->len;
 	if (skip < rec->len) {
 		n = logstore_pread(f->ls, rec->stream, follow_buf,
 		    rec->len - skip, rec->offset + skip);
@@ -373,6 +392,78 @@ follow_send_rec(struct follow *f, const struct ls_rec *rec, size_t n)
 	return follow_emit(f, rec, n, cur);
 }
 
+/* rec is sent in pieces from off (bytes before it are not its reader's). */
+static void
+follow_part_begin(struct follow *f, const struct ls_rec *rec, uint64_t off)
+{
+	f->part = *rec;
+	f->part_off = off > rec->offset ? off : rec->offset;
+	f->in_part = true;
+}
+
+/*
+ * The rest of f->part, in pieces of at most o.piece bytes (a stored chunk
+ * without it), each read from the store as it is sent, while the sink
+ * takes them and the callback's share lasts: a sink that pauses between
+ * pieces holds one piece, not a chunk, and the files hold the rest.
+ * Bytes the disk bound releases meanwhile are skipped.  PUMP_DONE once
+ * all of it is sent.  Every piece carries the cursor after the record.
+ */
+static enum pump
+follow_pump_part(struct follow *f, size_t *sent)
+{
+	const struct ls_rec	*rec = &f->part;
+	struct follow_chunk	 ch;
+	uint64_t		 end = rec->offset + rec->len, start;
+	size_t			 want, piece;
+	ssize_t			 n;
+	char			 cur[CURSOR_MAX];
+
+	piece = f->o.piece > 0 && f->o.piece < sizeof(follow_buf) ?
+	    f->o.piece : sizeof(follow_buf);
+	cursor_format(cur, f->boot, f->key, rec->seq);
+	while (f->in_part) {
+		start = f->ls->start[rec->stream];
+		if (f->part_off < start) {
+			start = start < end ? start : end;
+			f->skipped += start - f->part_off;
+			f->part_off = start;
+		}
+		if (f->part_off >= end)
+			break;
+		if (follow_full(f))
+			return PUMP_FULL;
+		if (*sent >= LOGS_PUMP_BYTES)
+			return PUMP_BUDGET;
+		if (!f->polling && f->skipped > 0 &&
+		    follow_gap_skipped(f, rec->seq - 1, rec->ts_ms) == -1)
+			return PUMP_FULL;
+		want = end - f->part_off < piece ? end - f->part_off : piece;
+		n = logstore_pread(f->ls, rec->stream, follow_buf, want,
+		    f->part_off);
+		if (n == -1 && errno == ERANGE)
+			continue;		/* released since: skipped above */
+		if (n <= 0) {
+			f->skipped += end - f->part_off;	/* unreadable */
+			break;
+		}
+		ch.stream = rec->stream;
+		ch.seq = rec->seq;
+		ch.offset = f->part_off;
+		ch.data = follow_buf;
+		ch.len = n;
+		ch.ts_ms = rec->ts_ms;
+		ch.cursor = cur;
+		f->part_off += n;
+		f->psent += n;
+		*sent += n;
+		if (f->sink->chunk(f->ctx, &ch) == -1)
+			return PUMP_FULL;
+	}
+	f->in_part = false;
+	return PUMP_DONE;
+}
+
 /*
  * Deliver index records after f->seq while the sink takes them and the
  * callback's budget lasts.  Released bytes are reported in a gap before
@@ -384,8 +475,11 @@ follow_pump_records(struct follow *f)
 {
 	struct ls_rec	rec;
 	size_t		n, sent = 0;
+	enum pump	rc;
 
 	for (;;) {
+		if (f->in_part && (rc = follow_pump_part(f, &sent)) != PUMP_DONE)
+			return rc;
 		if (follow_full(f))
 			return PUMP_FULL;
 		if (sent >= LOGS_PUMP_BYTES)
@@ -402,6 +496,11 @@ follow_pump_records(struct follow *f)
 			return PUMP_BUDGET;
 		case WALK_TAIL:
 			return PUMP_TAIL;
+		}
+		if (f->o.piece > 0) {
+			follow_take(f, &rec);
+			follow_part_begin(f, &rec, rec.offset);
+			continue;
 		}
 		n = follow_rec_data(f, &rec);
 		follow_take(f, &rec);
@@ -471,6 +570,43 @@ follow_pump_bytes(struct follow *f)
 	}
 }
 
+/*
+ * The JSON poll's records, a stream at a time in the reply's order (every
+ * stdout byte, then every stderr byte), each walk over the records from
+ * the stream's first chosen one with bytes to its last.  Records released
+ * from the index since the poll was planned are passed in one step.
+ */
+static enum pump
+follow_pump_poll(struct follow *f)
+{
+	struct ls_rec	rec;
+	uint64_t	base[LS_NSTREAMS], gone, to;
+	size_t		sent = 0;
+	enum pump	rc;
+
+	for (;;) {
+		if (f->in_part && (rc = follow_pump_part(f, &sent)) != PUMP_DONE)
+			return rc;
+		if (f->pseq >= (to = f->pto[f->pstream])) {
+			if (++f->pstream >= LS_NSTREAMS)
+				return PUMP_DONE;
+			f->pseq = f->pfrom[f->pstream];
+			continue;
+		}
+		if ((gone = logstore_gone(f->ls, base)) > f->pseq) {
+			f->pseq = gone < to ? gone : to;
+			continue;
+		}
+		if (f->scan <= 0)
+			return PUMP_BUDGET;
+		f->scan--;
+		f->pseq++;
+		if (logstore_rec(f->ls, f->pseq, &rec) == 0 &&
+		    rec.stream == (uint32_t)f->pstream)
+			follow_part_begin(f, &rec, f->pstart[rec.stream]);
+	}
+}
+
 static void
 follow_resume(struct ev_loop *loop, ev_check *w, int revents)
 {
@@ -509,6 +645,22 @@ follow_end(struct follow *f, enum follow_why why)
 	f->sink->end(f->ctx, why, cur);
 }
 
+/*
+ * The poll is sent: what it planned to send and could not (released by
+ * the disk bound meanwhile) is skipped too.
+ */
+static void
+follow_poll_end(struct follow *f)
+{
+	char	cur[CURSOR_MAX];
+
+	f->skipped = f->pskipped + (f->pkept > f->psent ? f->pkept - f->psent :
+	    0);
+	f->done = true;
+	cursor_format(cur, f->boot, f->key, f->seq);
+	f->sink->end(f->ctx, FOLLOW_CAUGHT_UP, cur);
+}
+
 static void
 follow_pump(struct follow *f)
 {
@@ -518,8 +670,11 @@ follow_pump(struct follow *f)
 	if (f->done || f->sink->pending(f->ctx) == FOLLOW_SINK_DEAD)
 		return;
 	f->scan = LOGS_SCAN_MAX;
-	rc = f->o.walk == FOLLOW_BYTES ? follow_pump_bytes(f) :
-	    follow_pump_records(f);
+	if (f->polling)
+		rc = follow_pump_poll(f);
+	else
+		rc = f->o.walk == FOLLOW_BYTES ? follow_pump_bytes(f) :
+		    follow_pump_records(f);
 	if (f->sink->pending(f->ctx) == FOLLOW_SINK_DEAD)
 		return;
 	switch (rc) {
@@ -533,6 +688,10 @@ follow_pump(struct follow *f)
 		return;
 	case PUMP_DONE:
 		break;
+	}
+	if (f->polling) {
+		follow_poll_end(f);
+		return;
 	}
 	follow_log_bad(f);
 	if (f->o.tell_dropped && follow_gap_dropped(f) == -1)
@@ -584,16 +743,23 @@ follow_beat(struct ev_loop *loop, ev_timer *t, int revents)
 	(void)f->sink->beat(f->ctx);
 }
 
-void
-follow_start(struct follow *f, const struct follow_sink *sink, void *ctx)
+/* The sink, and the resource watched: its output, its end, its removal. */
+static void
+follow_attach(struct follow *f, const struct follow_sink *sink, void *ctx)
 {
 	f->sink = sink;
 	f->ctx = ctx;
-	f->live = f->o.walk == FOLLOW_RECORDS && f->o.follow;
 	if (f->proc != NULL)
 		proc_watch_add(f->proc, &f->w, follow_event);
 	else if (f->term != NULL)
 		term_watch_add(f->term, &f->tw, follow_term_event);
+}
+
+void
+follow_start(struct follow *f, const struct follow_sink *sink, void *ctx)
+{
+	f->live = f->o.walk == FOLLOW_RECORDS && f->o.follow;
+	follow_attach(f, sink, ctx);
 	if (sink->beat != NULL)
 		ev_timer_start(f->loop, &f->beat);
 	follow_pump(f);
@@ -605,30 +771,38 @@ follow_drained(struct follow *f)
 	follow_pump(f);
 }
 
-int
-follow_poll(struct follow *f, const struct follow_sink *sink, void *ctx,
-    uint64_t limit)
+void
+follow_poll_start(struct follow *f, const struct follow_sink *sink,
+    void *ctx, uint64_t limit)
 {
 	struct ls_rec	rec;
-	uint64_t	total = 0;
-	size_t		n;
-	int		rc = 0;
+	uint64_t	total = 0, n;
+	int		s;
 
-	f->sink = sink;
-	f->ctx = ctx;
+	f->polling = true;
 	f->scan = LOGS_SCAN_MAX;
-	while (rc == 0 && follow_next_rec(f, &rec) == WALK_REC) {
+	for (s = 0; s < LS_NSTREAMS; s++)
+		f->pstart[s] = f->ls->start[s];
+	while (follow_next_rec(f, &rec) == WALK_REC) {
 		if (total > 0 && total + rec.len > limit)
 			break;
-		n = follow_rec_data(f, &rec);
-		follow_take(f, &rec);
+		n = rec.len - follow_rec_skip(&rec, f->pstart[rec.stream]);
 		/* Released bytes are told once, in the reply (skippedBytes). */
-		if (n > 0)
-			rc = follow_emit(f, &rec, n, NULL);
+		f->skipped += rec.len - n;
+		f->pkept += n;
 		total += n;
+		follow_take(f, &rec);
+		if (n == 0)
+			continue;
+		if (f->pto[rec.stream] == 0)
+			f->pfrom[rec.stream] = rec.seq - 1;
+		f->pto[rec.stream] = rec.seq;
 	}
 	follow_log_bad(f);
-	return rc;
+	f->pseq = f->pfrom[0];
+	f->pskipped = f->skipped;
+	follow_attach(f, sink, ctx);
+	follow_pump(f);
 }
 
 void

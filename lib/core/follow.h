@@ -1,8 +1,8 @@
 /*
  * follow: the pump from a cursor through a record's logstore to a sink.
  *
- * A reader never holds output in memory beyond one chunk: the files are
- * the buffer.  A follow reads the index from its own position while its
+ * A reader never holds output in memory beyond one chunk (one piece, for
+ * a sink that takes records in pieces): the files are the buffer.  A follow reads the index from its own position while its
  * sink takes data, pauses when the sink's pending bytes pass its high
  * mark, and resumes on follow_drained or when the process produced more.
  * One callback sends at most LOGS_PUMP_BYTES and looks at most at
@@ -101,6 +101,13 @@ struct follow_opts {
 					   sealing it (an interactive reader) */
 	int		 stream;	/* FOLLOW_BYTES */
 	uint64_t	 offset;	/* FOLLOW_BYTES */
+	size_t		 piece;		/* FOLLOW_RECORDS, a sink without
+					   cursors (every piece has the
+					   record's): a chunk holds at most
+					   this many bytes of a record, each
+					   read from the store once the sink
+					   is below its high mark; 0: whole
+					   records */
 };
 
 struct follow	*follow_new(struct ev_loop *, const struct follow_src *,
@@ -118,11 +125,19 @@ void		 follow_start(struct follow *, const struct follow_sink *,
 /* The sink took its pending bytes: go on. */
 void		 follow_drained(struct follow *);
 /*
- * A bounded read of what exists now, into sink->chunk (a JSON poll):
- * stops before a record that would pass limit bytes (the first is always
- * taken).  -1 when chunk refused one.
+ * A bounded read of what exists now (a JSON poll), streamed into sink as
+ * a pump does (its high mark, a budget per callback, follow_drained):
+ * the records after the position, up to one that would pass limit bytes
+ * (the first with retained bytes is always taken) or LOGS_SCAN_MAX looked
+ * at, are chosen now; their bytes go to sink->chunk one stream after the
+ * other (all of stdout's, then stderr's), read from the store as they
+ * are sent (in o.piece pieces, or chunks), and then sink->end tells
+ * FOLLOW_CAUGHT_UP with the cursor after them (FOLLOW_GONE if the
+ * resource is removed first).  follow_skipped then counts the bytes
+ * released before they were read, while the reply was sent included.
+ * No gap is told.  The first pump runs now.
  */
-int		 follow_poll(struct follow *, const struct follow_sink *,
+void		 follow_poll_start(struct follow *, const struct follow_sink *,
 		    void *ctx, uint64_t limit);
 /* The reader's cursor now; bytes skipped not yet reported; ended. */
 void		 follow_cursor(struct follow *, char out[CURSOR_MAX]);

@@ -1,8 +1,8 @@
 /*
- * term: the terminal table.  Each terminal is a child in a session of
- * its own on the slave of a pty (lib/pty.h), its output drained from the
- * master into a record (boots/<boot>/terms/<id>/, one stream "output"),
- * its input queued for the master.  The structs are term's own: other
+ * term: the terminal table.  Each terminal is a job (job.h) whose child
+ * is in a session of its own on the slave of a pty (lib/pty.h), its
+ * output drained from the master into a record (boots/<boot>/terms/<id>/,
+ * one stream "output"), its input queued for the master.  The structs are term's own: other
  * modules use the functions below.
  *
  * The end of a terminal is its session leader reaped AND the master
@@ -28,19 +28,18 @@
 #include <ev.h>
 #include <cjson/cJSON.h>
 
-#include "base/buf.h"
-#include "base/tunables.h"
-#include "base/wlist.h"
-#include "store/record.h"
-#include "sys/spawn.h"
+#include "job.h"
 
 struct term;
 struct termtab;
 
 enum term_state {
-	TERM_RUNNING,	/* the leader alive, or its output not all read */
-	TERM_EXITED,	/* reaped and drained (or the end wait ran out) */
-	TERM_ERROR	/* lost: its boot ended before it did (on disk) */
+	TERM_RUNNING = JOB_RUNNING,	/* the leader alive, or its output
+					   not all read */
+	TERM_EXITED = JOB_EXITED,	/* reaped and drained (or the end wait
+					   ran out) */
+	TERM_ERROR = JOB_ERROR		/* lost: its boot ended before it did
+					   (on disk) */
 };
 
 /* What a watcher is told. */
@@ -52,9 +51,10 @@ enum term_event {
 
 /* What a table subscriber is told, of any terminal. */
 enum termtab_event {
-	TERMTAB_EV_START,
-	TERMTAB_EV_END,
-	TERMTAB_EV_REMOVE	/* out of the table: freed after the call */
+	TERMTAB_EV_START = JOBTAB_EV_START,
+	TERMTAB_EV_END = JOBTAB_EV_END,
+	TERMTAB_EV_REMOVE = JOBTAB_EV_REMOVE	/* out of the table: freed
+						   after the call */
 };
 
 /*
@@ -63,13 +63,13 @@ enum termtab_event {
  * terminal.  term is NULL once the watch is removed.
  */
 struct term_watch {
-	struct wlist_link	 link;
+	struct job_watch	 jw;	/* the engine's */
 	struct term		*term;
 	void			(*fn)(struct term_watch *, enum term_event);
 };
 
 struct termtab_sub {
-	struct wlist_link	 link;
+	struct jobtab_sub	 js;	/* the engine's */
 	struct termtab		*tab;
 	void			(*fn)(struct termtab_sub *, struct term *,
 				    enum termtab_event);
@@ -89,16 +89,11 @@ struct term_opts {
 	uint64_t	 keep;		/* bufferSize; 0: TERM_KEEP_BYTES */
 };
 
+/* A table of terminals: a table of jobs (job.h). */
 struct termtab {
-	struct ev_loop	*loop;
-	char		 boot[33];
-	int		 statefd;
-	struct record_dir recs;		/* boots/<boot>/terms, or fd -1 */
-	struct term	*head, *tail;	/* creation order */
-	int		 nlive, nended, maxlive;
-	char		**baseenv;	/* borrowed: the agent's, no TEND_* */
-	const struct spawn_limits *limits;	/* borrowed, or NULL */
-	struct wlist_link *subs;
+	struct jobtab	 jobs;
+	struct ev_loop	*loop;		/* jobs.loop, for route modules that
+					   read it here */
 };
 
 /* baseenv and limits are borrowed (the process table's). */
@@ -106,6 +101,7 @@ int	termtab_init(struct termtab *, struct ev_loop *, const char *boot,
 	    int statefd, char **baseenv, const struct spawn_limits *);
 void	termtab_free(struct termtab *);
 int	termtab_live(struct termtab *);
+int	termtab_maxlive(struct termtab *);	/* TERM_MAX_LIVE */
 const char *termtab_boot(struct termtab *);
 int	termtab_statefd(struct termtab *);
 struct term *termtab_first(struct termtab *);
@@ -130,10 +126,14 @@ struct term *term_find(struct termtab *, const char *id);
 void	term_reaped(struct termtab *, pid_t, int wstatus);
 
 const char *term_id(struct term *);
+/* The engine's part, for what serves processes and terminals alike. */
+struct job *term_job(struct term *);
 int64_t	term_created_ms(struct term *);	/* names its cursors */
 pid_t	term_pid(struct term *);	/* the session leader's */
 bool	term_ended(struct term *);
 cJSON	*term_status_json(struct term *);
+/* The leader's exit once the terminal has ended, else NULL. */
+const struct exit_status *term_exit(struct term *);
 /* {"code","signal"} of an ended terminal's leader, else NULL. */
 cJSON	*term_exit_json(struct term *);
 /* The stored output (stream 0), files reopened if need be; NULL+errno. */

@@ -395,6 +395,38 @@ START_TEST(query_checks)
 }
 END_TEST
 
+static void *
+no_malloc(size_t n)
+{
+	(void)n;
+	return NULL;
+}
+
+/*
+ * The bridge's exit_code of a reaped process, as a shell says it: the
+ * code, 128 + N for signal N, 124 for a timeout; memory short for JSON
+ * does not change it (it reads the exit, not a JSON built from it).
+ */
+START_TEST(bridge_exit_code)
+{
+	cJSON_Hooks	 fail = { no_malloc, free }, dflt = { NULL, NULL };
+	struct proc	 p;
+
+	memset(&p, 0, sizeof(p));
+	p.job.reaped = true;
+	p.job.exit.code = 3;
+	ck_assert_int_eq(api_output_bridge_code(&p), 3);
+	cJSON_InitHooks(&fail);
+	ck_assert_int_eq(api_output_bridge_code(&p), 3);
+	cJSON_InitHooks(&dflt);
+	p.job.exit.signal = 9;
+	p.job.exit.code = 137;
+	ck_assert_int_eq(api_output_bridge_code(&p), 137);
+	p.job.exit.timed_out = true;
+	ck_assert_int_eq(api_output_bridge_code(&p), 124);
+}
+END_TEST
+
 START_TEST(error_values)
 {
 	struct api_err	e;
@@ -433,6 +465,7 @@ api_suite(void)
 	tcase_add_test(tc, exec_fields);
 	tcase_add_test(tc, query_checks);
 	tcase_add_test(tc, error_values);
+	tcase_add_test(tc, bridge_exit_code);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,8 +1,8 @@
 /*
  * follow: the pump from a record's store into a sink — replay in order
  * with cursors, the callback's byte budget, pausing on a full sink and
- * resuming on drain, where a cursor starts, the bounded poll, and the
- * byte walk of one stream.  The records are closed ones (no process):
+ * resuming on drain, where a cursor starts, the bounded poll (streamed,
+ * stream by stream), records in pieces, and the byte walk of one stream.  The records are closed ones (no process):
  * "ended" is then the resource's answer from the start.
  */
 #include <check.h>
@@ -294,19 +294,161 @@ START_TEST(poll_is_bounded)
 	put_recs(10, 100);
 	f = open_follow(FOLLOW_RECORDS, 0, 0);
 	ck_assert_int_eq(follow_seek(f, NULL, true), 0);
-	ck_assert_int_eq(follow_poll(f, &tsink_sink, &t, 350), 0);
+	follow_poll_start(f, &tsink_sink, &t, 350);
 	ck_assert_uint_eq(t.bytes, 300);
 	ck_assert(!follow_done(f));
 	follow_cursor(f, cur);
 	ck_assert_int_eq(cursor_parse(cur, "0123456789abcdef0123456789abcdef",
 	    "p1@2026-01-01T00:00:00.000Z", &seq), 0);
 	ck_assert_uint_eq(seq, 3);
+	/* The poll ends, caught up, at that cursor. */
+	ck_assert_int_eq(t.ends, 1);
+	ck_assert_int_eq(t.why, FOLLOW_CAUGHT_UP);
+	ck_assert_str_eq(t.end_cursor, cur);
+	follow_free(f);
 	/* The first record is always taken, whatever the limit. */
 	memset(&t, 0, sizeof(t));
-	ck_assert_int_eq(follow_poll(f, &tsink_sink, &t, 1), 0);
+	f = open_follow(FOLLOW_RECORDS, 0, 0);
+	ck_assert_int_eq(follow_seek(f, cur, true), 0);
+	follow_poll_start(f, &tsink_sink, &t, 1);
 	ck_assert_uint_eq(t.bytes, 100);
 	ck_assert_uint_eq(follow_skipped(f), 0);
-	ck_assert_int_eq(t.ends, 0);
+	ck_assert_int_eq(t.ends, 1);
+	follow_free(f);
+}
+END_TEST
+
+/* A sink whose queue grows with what it is given, up to a drain. */
+struct qsink {
+	size_t		 queued, chunks, most;
+	size_t		 bytes[LS_NSTREAMS];
+	uint64_t	 next_off[LS_NSTREAMS];
+	int		 order[64], norder;	/* streams, as they came */
+	bool		 contiguous;
+	int		 ends;
+	enum follow_why	 why;
+};
+
+static int
+qs_chunk(void *ctx, const struct follow_chunk *ch)
+{
+	struct qsink	*q = ctx;
+
+	if (ch->offset != q->next_off[ch->stream])
+		q->contiguous = false;
+	q->next_off[ch->stream] = ch->offset + ch->len;
+	q->bytes[ch->stream] += ch->len;
+	q->queued += ch->len;
+	if (ch->len > q->most)
+		q->most = ch->len;
+	if (q->norder == 0 || q->order[q->norder - 1] != ch->stream)
+		q->order[q->norder++] = ch->stream;
+	q->chunks++;
+	return 0;
+}
+
+static void
+qs_end(void *ctx, enum follow_why why, const char *cursor)
+{
+	struct qsink	*q = ctx;
+
+	(void)cursor;
+	q->ends++;
+	q->why = why;
+}
+
+static size_t
+qs_pending(void *ctx)
+{
+	return ((struct qsink *)ctx)->queued;
+}
+
+static const struct follow_sink qsink_sink = {
+	qs_chunk, ts_gap, qs_end, NULL, qs_pending, 50, NULL
+};
+
+static struct follow *
+open_pieces(size_t piece)
+{
+	struct follow_src	src = { 0 };
+	struct follow_opts	o = { 0 };
+	struct follow		*f;
+
+	src.ls = &ls;
+	src.boot = "0123456789abcdef0123456789abcdef";
+	src.id = "p1";
+	src.started = "2026-01-01T00:00:00.000Z";
+	src.until = PROC_END_STATE;
+	o.walk = FOLLOW_RECORDS;
+	o.piece = piece;
+	ck_assert_ptr_nonnull(f = follow_new(loop, &src, &o));
+	ck_assert_int_eq(follow_seek(f, NULL, true), 0);
+	return f;
+}
+
+/*
+ * With pieces, a record goes out a piece at a time while the sink is
+ * below its high mark: a sink that does not drain holds at most the mark
+ * and one piece; its drain resumes inside the record.
+ */
+START_TEST(pieces_pause_inside_a_record)
+{
+	struct qsink	 q = { .contiguous = true };
+	struct follow	*f;
+
+	put_recs(4, 100);		/* 200 bytes in each stream */
+	f = open_pieces(30);
+	follow_start(f, &qsink_sink, &q);
+	ck_assert_uint_eq(q.queued, 60);	/* 30, 30: then above 50 */
+	ck_assert_int_eq(q.ends, 0);
+	while (q.ends == 0) {
+		ck_assert_uint_lt(q.queued, 50 + 30);
+		q.queued = 0;
+		follow_drained(f);
+	}
+	ck_assert_int_eq(q.why, FOLLOW_ENDED);
+	ck_assert_uint_eq(q.bytes[0], 200);
+	ck_assert_uint_eq(q.bytes[1], 200);
+	ck_assert_uint_eq(q.most, 30);
+	ck_assert(q.contiguous);
+	ck_assert_uint_eq(q.chunks, 16);	/* 30 30 30 10, each record */
+	follow_free(f);
+}
+END_TEST
+
+/*
+ * The streamed poll: every stdout byte, then every stderr byte, of the
+ * records it chose, in pieces, pausing when the sink is full; the end,
+ * caught up, when all is sent.
+ */
+START_TEST(poll_streams_stream_by_stream)
+{
+	struct qsink	 q = { .contiguous = true, .queued = 1000 };
+	struct follow	*f;
+	char		 cur[CURSOR_MAX];
+	uint64_t	 seq;
+
+	put_recs(10, 100);		/* alternating: 500 bytes in each */
+	f = open_pieces(40);
+	follow_poll_start(f, &qsink_sink, &q, 750);	/* 7 records */
+	ck_assert_uint_eq(q.chunks, 0);		/* full from the start */
+	while (q.ends == 0) {
+		q.queued = 0;
+		follow_drained(f);
+	}
+	ck_assert_int_eq(q.why, FOLLOW_CAUGHT_UP);
+	ck_assert_uint_eq(q.bytes[0], 400);	/* records 1 3 5 7 */
+	ck_assert_uint_eq(q.bytes[1], 300);	/* records 2 4 6 */
+	ck_assert_int_eq(q.norder, 2);
+	ck_assert_int_eq(q.order[0], 0);
+	ck_assert_int_eq(q.order[1], 1);
+	ck_assert(q.contiguous);
+	ck_assert_uint_eq(q.most, 40);
+	ck_assert_uint_eq(follow_skipped(f), 0);
+	follow_cursor(f, cur);
+	ck_assert_int_eq(cursor_parse(cur, "0123456789abcdef0123456789abcdef",
+	    "p1@2026-01-01T00:00:00.000Z", &seq), 0);
+	ck_assert_uint_eq(seq, 7);
 	follow_free(f);
 }
 END_TEST
@@ -498,6 +640,8 @@ follow_suite(void)
 	tcase_add_test(tc, seek_after_cursor_and_without_replay);
 	tcase_add_test(tc, seek_refuses_foreign_and_future_cursors);
 	tcase_add_test(tc, poll_is_bounded);
+	tcase_add_test(tc, pieces_pause_inside_a_record);
+	tcase_add_test(tc, poll_streams_stream_by_stream);
 	tcase_add_test(tc, bytes_from_offset);
 	tcase_add_test(tc, bytes_to_a_file_sink);
 	tcase_add_test(tc, damaged_records_skipped_and_logged_once);

@@ -136,7 +136,7 @@ is_exited(void *arg)
 {
 	struct proc	*p = arg;
 
-	return p->state == PROC_EXITED;
+	return proc_state(p) == PROC_EXITED;
 }
 
 static bool
@@ -144,7 +144,7 @@ is_reaped(void *arg)
 {
 	struct proc	*p = arg;
 
-	return p->reaped;
+	return p->job.reaped;
 }
 
 /* Exited, and the output complete. */
@@ -153,14 +153,14 @@ is_done(void *arg)
 {
 	struct proc	*p = arg;
 
-	return p->state == PROC_EXITED && proc_output_done(p);
+	return proc_state(p) == PROC_EXITED && proc_output_done(p);
 }
 
 static bool
 none_live(void *arg)
 {
 	(void)arg;
-	return tab.nlive == 0;
+	return tab.jobs.nlive == 0;
 }
 
 static struct proc *
@@ -197,7 +197,7 @@ rec_file(struct proc *p, const char *name, size_t *len)
 {
 	char	path[PROC_ID_MAX + 32];
 
-	snprintf(path, sizeof(path), "%s/%s", p->id, name);
+	snprintf(path, sizeof(path), "%s/%s", p->job.id, name);
 	return tu_slurp(procsfd, path, len);
 }
 
@@ -206,7 +206,7 @@ rec_json(struct proc *p, const char *name)
 {
 	char	path[PROC_ID_MAX + 32];
 
-	snprintf(path, sizeof(path), "%s/%s", p->id, name);
+	snprintf(path, sizeof(path), "%s/%s", p->job.id, name);
 	return tu_json(procsfd, path);
 }
 
@@ -245,33 +245,33 @@ START_TEST(spawn_exit_code)
 	size_t		 len;
 
 	p = spawn(&o);
-	ck_assert_int_eq(p->state, PROC_RUNNING);
-	ck_assert_int_gt(p->pid, 0);
+	ck_assert_int_eq(p->job.state, PROC_RUNNING);
+	ck_assert_int_gt(p->job.pid, 0);
 	/* A generated ID: "p" and 12 hex digits. */
-	ck_assert(proc_id_valid(p->id));
-	ck_assert_uint_eq(strlen(p->id), 13);
-	ck_assert_int_eq(p->id[0], 'p');
-	ck_assert_ptr_eq(proc_find(&tab, p->id), p);
-	ck_assert_int_eq(tab.nlive, 1);
+	ck_assert(proc_id_valid(p->job.id));
+	ck_assert_uint_eq(strlen(p->job.id), 13);
+	ck_assert_int_eq(p->job.id[0], 'p');
+	ck_assert_ptr_eq(proc_find(&tab, p->job.id), p);
+	ck_assert_int_eq(tab.jobs.nlive, 1);
 
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
-	ck_assert(p->reaped);
-	ck_assert_int_eq(p->code, 3);
-	ck_assert_int_eq(p->sig, 0);
-	ck_assert(!p->timed_out);
-	ck_assert_int_ge(p->ended_ms, p->started_ms);
+	ck_assert(p->job.reaped);
+	ck_assert_int_eq(p->job.exit.code, 3);
+	ck_assert_int_eq(p->job.exit.signal, 0);
+	ck_assert(!p->job.exit.timed_out);
+	ck_assert_int_ge(p->job.ended_ms, p->job.started_ms);
 	ck_assert(proc_output_done(p));
-	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 3);
-	ck_assert_uint_eq(p->rec.ls.end[LS_STDERR], 0);
-	ck_assert_int_eq(tab.nlive, 0);
-	ck_assert_int_eq(tab.nexited, 1);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDOUT], 3);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDERR], 0);
+	ck_assert_int_eq(tab.jobs.nlive, 0);
+	ck_assert_int_eq(tab.jobs.nended, 1);
 
 	s = rec_file(p, "stdout", &len);
 	ck_assert_uint_eq(len, 3);
 	ck_assert_str_eq(s, "hi\n");
 	free(s);
 	/* Nothing on stderr: an empty file, or none (stores are lazy). */
-	snprintf(path, sizeof(path), "%s/stderr", p->id);
+	snprintf(path, sizeof(path), "%s/stderr", p->job.id);
 	if ((s = fsutil_read(procsfd, path, 16, &len)) != NULL) {
 		ck_assert_uint_eq(len, 0);
 		free(s);
@@ -305,7 +305,7 @@ has_status(void *arg)
 	struct stat	 st;
 	char		 path[PROC_ID_MAX + 16];
 
-	snprintf(path, sizeof(path), "%s/status.json", p->id);
+	snprintf(path, sizeof(path), "%s/status.json", p->job.id);
 	return fstatat(procsfd, path, &st, 0) == 0;
 }
 
@@ -320,7 +320,7 @@ START_TEST(status_while_running)
 	ck_assert(tu_run_until(loop, has_status, p, WAIT_S));
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "running");
-	ck_assert_int_eq(item(j, "pid")->valueint, p->pid);
+	ck_assert_int_eq(item(j, "pid")->valueint, p->job.pid);
 	ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(j, "exit"));
 	cJSON_Delete(j);
 	/* Replaced by the final one. */
@@ -347,8 +347,8 @@ START_TEST(spawn_all_exit_codes)
 	}
 	ck_assert(tu_run_until(loop, none_live, NULL, WAIT_S));
 	for (i = 0; i < 8; i++) {
-		ck_assert_int_eq(p[i]->code, codes[i]);
-		ck_assert_int_eq(p[i]->sig, 0);
+		ck_assert_int_eq(p[i]->job.exit.code, codes[i]);
+		ck_assert_int_eq(p[i]->job.exit.signal, 0);
 	}
 }
 END_TEST
@@ -363,14 +363,14 @@ START_TEST(output_drained_whole)
 
 	p = spawn(&o);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 300000);
-	ck_assert_uint_eq(p->rec.ls.end[LS_STDERR], 70000);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDOUT], 300000);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDERR], 70000);
 	s = rec_file(p, "stdout", &len);
 	ck_assert_uint_eq(len, 300000);
 	for (i = 0; i < len; i++)
 		ck_assert_int_eq(s[i], 0);
 	free(s);
-	ck_assert_uint_eq(tab.stored, 370000);
+	ck_assert_uint_eq(tab.jobs.stored, 370000);
 }
 END_TEST
 
@@ -423,8 +423,8 @@ START_TEST(spawn_not_found_leaves_nothing)
 	ck_assert_int_eq(spawn_err(&o, &failed), ENOENT);
 	ck_assert(failed);
 	ck_assert(!tu_exists(procsfd, "ghost"));
-	ck_assert_ptr_null(tab.head);
-	ck_assert_int_eq(tab.nlive, 0);
+	ck_assert_ptr_null(tab.jobs.head);
+	ck_assert_int_eq(tab.jobs.nlive, 0);
 
 	/* On the request's PATH, but not executable, even for root. */
 	make_noexec(noexec, sizeof(noexec));
@@ -435,8 +435,8 @@ START_TEST(spawn_not_found_leaves_nothing)
 	ck_assert(failed);
 	ck_assert(!tu_exists(procsfd, "ghost"));
 	o.env = NULL;
-	ck_assert_ptr_null(tab.head);
-	ck_assert_uint_eq(tab.started, 0);
+	ck_assert_ptr_null(tab.jobs.head);
+	ck_assert_uint_eq(tab.jobs.started, 0);
 
 	/* And the ID can be used. */
 	o.argv = ARGV("true");
@@ -480,8 +480,8 @@ START_TEST(exec_failures_leave_nothing)
 	ck_assert_int_eq(spawn_err(&o, &failed), EACCES);
 	ck_assert(failed);
 	ck_assert(!tu_exists(procsfd, "ghost"));
-	ck_assert_ptr_null(tab.head);
-	ck_assert_uint_eq(tab.started, 0);
+	ck_assert_ptr_null(tab.jobs.head);
+	ck_assert_uint_eq(tab.jobs.started, 0);
 
 	/* A child that failed to exec, if there was one, is collected. */
 	ck_assert(tu_run_until(loop, no_zombie, NULL, WAIT_S));
@@ -498,14 +498,14 @@ START_TEST(id_taken)
 	bool		 failed = true;
 
 	p = spawn(&o);
-	ck_assert_str_eq(p->id, "dup");
+	ck_assert_str_eq(p->job.id, "dup");
 	o.argv = ARGV("true");
 	ck_assert_int_eq(spawn_err(&o, &failed), EEXIST);
 	ck_assert(!failed);
 	/* The first is untouched. */
 	ck_assert_ptr_eq(proc_find(&tab, "dup"), p);
-	ck_assert_int_eq(tab.nlive, 1);
-	ck_assert_int_eq(p->state, PROC_RUNNING);
+	ck_assert_int_eq(tab.jobs.nlive, 1);
+	ck_assert_int_eq(p->job.state, PROC_RUNNING);
 	ck_assert(tu_exists(procsfd, "dup"));
 
 	/* An ended record still holds its ID. */
@@ -513,7 +513,7 @@ START_TEST(id_taken)
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert_int_eq(spawn_err(&o, &failed), EEXIST);
 	ck_assert(!failed);
-	ck_assert_int_eq(p->code, 137);
+	ck_assert_int_eq(p->job.exit.code, 137);
 }
 END_TEST
 
@@ -539,7 +539,7 @@ START_TEST(lookups_past_the_buckets)
 	}
 	ck_assert(tu_run_until(loop, none_live, NULL, 10 * WAIT_S));
 	for (i = 0; i < N; i++) {
-		ck_assert_int_eq(p[i]->code, i % 256);
+		ck_assert_int_eq(p[i]->job.exit.code, i % 256);
 		ck_assert_ptr_eq(proc_find(&tab, id[i]), p[i]);
 	}
 	for (i = 0; i < N; i += 2)
@@ -556,20 +556,20 @@ START_TEST(maxlive_limit)
 	struct proc	*a;
 	bool		 failed = true;
 
-	tab.maxlive = 2;
+	tab.jobs.maxlive = 2;
 	a = spawn(&o);
 	spawn(&o);
 	o.id = "third";
 	ck_assert_int_eq(spawn_err(&o, &failed), EAGAIN);
 	ck_assert(!failed);
 	ck_assert(!tu_exists(procsfd, "third"));
-	ck_assert_int_eq(tab.nlive, 2);
+	ck_assert_int_eq(tab.jobs.nlive, 2);
 
 	/* An ended process frees its slot. */
 	ck_assert_int_eq(proc_kill(a, SIGKILL, true), 0);
 	ck_assert(tu_run_until(loop, is_exited, a, WAIT_S));
 	spawn(&o);
-	ck_assert_int_eq(tab.nlive, 2);
+	ck_assert_int_eq(tab.jobs.nlive, 2);
 }
 END_TEST
 
@@ -610,9 +610,9 @@ START_TEST(kill_sigkill)
 	p = spawn(&o);
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
-	ck_assert_int_eq(p->code, 137);
-	ck_assert_int_eq(p->sig, SIGKILL);
-	ck_assert(!p->timed_out);
+	ck_assert_int_eq(p->job.exit.code, 137);
+	ck_assert_int_eq(p->job.exit.signal, SIGKILL);
+	ck_assert(!p->job.exit.timed_out);
 	j = rec_json(p, "status.json");
 	ck_assert_int_eq(item(item(j, "exit"), "signal")->valueint, 9);
 	ck_assert_int_eq(item(item(j, "exit"), "code")->valueint, 137);
@@ -641,18 +641,18 @@ START_TEST(kill_root_only)
 	}
 	ck_assert_int_eq(proc_kill(p, SIGTERM, false), 0);
 	ck_assert(tu_run_until(loop, is_reaped, p, WAIT_S));
-	ck_assert_int_eq(p->sig, SIGTERM);
-	ck_assert_int_eq(p->code, 143);
+	ck_assert_int_eq(p->job.exit.signal, SIGTERM);
+	ck_assert_int_eq(p->job.exit.code, 143);
 	/* The group lives on: still running, the root cannot be signalled. */
 	ck_assert(!tu_run_until(loop, is_exited, p, 0.2));
-	ck_assert_int_eq(p->state, PROC_RUNNING);
+	ck_assert_int_eq(p->job.state, PROC_RUNNING);
 	errno = 0;
 	ck_assert_int_eq(proc_kill(p, SIGTERM, false), -1);
 	ck_assert_int_eq(errno, ESRCH);
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	/* exit records the root's outcome, not the last member's. */
-	ck_assert_int_eq(p->code, 143);
+	ck_assert_int_eq(p->job.exit.code, 143);
 }
 END_TEST
 
@@ -674,17 +674,17 @@ START_TEST(timeout_term_then_kill)
 	/* TERM ends the polite one at once, without the grace period. */
 	ck_assert(tu_run_until(loop, is_exited, q, WAIT_S));
 	t = tu_now() - t0;
-	ck_assert(q->timed_out);
-	ck_assert_int_eq(q->sig, SIGTERM);
-	ck_assert_int_eq(q->code, 143);
+	ck_assert(q->job.exit.timed_out);
+	ck_assert_int_eq(q->job.exit.signal, SIGTERM);
+	ck_assert_int_eq(q->job.exit.code, 143);
 	ck_assert_double_ge(t, 0.15);
 	ck_assert_double_lt(t, 2.0);
 	/* The one that ignores TERM is killed after the grace period. */
 	ck_assert(tu_run_until(loop, is_exited, s, WAIT_S));
 	t = tu_now() - t0;
-	ck_assert(s->timed_out);
-	ck_assert_int_eq(s->sig, SIGKILL);
-	ck_assert_int_eq(s->code, 137);
+	ck_assert(s->job.exit.timed_out);
+	ck_assert_int_eq(s->job.exit.signal, SIGKILL);
+	ck_assert_int_eq(s->job.exit.code, 137);
 	ck_assert_double_ge(t, 0.35);
 	ck_assert_double_lt(t, 2.5);
 	j = rec_json(s, "status.json");
@@ -702,9 +702,9 @@ START_TEST(no_timeout_after_exit)
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	/* past the timeout */
 	(void)tu_run_until(loop, is_reaped, p, 0.3);
-	ck_assert(!p->timed_out);
-	ck_assert_int_eq(p->code, 0);
-	ck_assert_int_eq(p->sig, 0);
+	ck_assert(!p->job.exit.timed_out);
+	ck_assert_int_eq(p->job.exit.code, 0);
+	ck_assert_int_eq(p->job.exit.signal, 0);
 }
 END_TEST
 
@@ -716,9 +716,9 @@ end_cb(struct proc_watch *w, enum proc_event ev)
 
 	seen_cb(w, ev);
 	if (ev == PROC_EV_END) {
-		ck_assert_uint_eq(w->proc->rec.ls.end[LS_STDOUT], 5);
+		ck_assert_uint_eq(w->proc->job.rec.ls.end[LS_STDOUT], 5);
 		ck_assert(proc_output_done(w->proc));
-		ck_assert_int_eq(w->proc->state, PROC_EXITED);
+		ck_assert_int_eq(w->proc->job.state, PROC_EXITED);
 		s->n[PROC_EV_GONE] = 100;	/* marks the check as done */
 	}
 }
@@ -735,10 +735,10 @@ START_TEST(group_settles_late)
 	p = spawn(&o);
 	proc_watch_add(p, &s.w, end_cb);
 	ck_assert(tu_run_until(loop, is_reaped, p, WAIT_S));
-	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(p->job.exit.code, 0);
 	/* The root is gone, its group is not. */
-	ck_assert_int_eq(p->state, PROC_RUNNING);
-	ck_assert_int_eq(tab.nlive, 1);
+	ck_assert_int_eq(p->job.state, PROC_RUNNING);
+	ck_assert_int_eq(tab.jobs.nlive, 1);
 	ck_assert_int_eq(s.n[PROC_EV_EXIT], 1);
 	ck_assert_int_eq(s.n[PROC_EV_END], 0);
 	errno = 0;
@@ -747,10 +747,10 @@ START_TEST(group_settles_late)
 	ck_assert_int_eq(proc_kill(p, 0, true), 0);
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert_double_ge(tu_now() - t0, 0.25);
-	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(p->job.exit.code, 0);
 	ck_assert_int_eq(s.n[PROC_EV_END], 1);
 	ck_assert_int_eq(s.n[PROC_EV_GONE], 100);
-	ck_assert_int_eq(tab.nlive, 0);
+	ck_assert_int_eq(tab.jobs.nlive, 0);
 	proc_watch_del(&s.w);
 }
 END_TEST
@@ -771,13 +771,13 @@ START_TEST(escaped_grandchild)
 	/* Out of the group: the record ends without it... */
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
 	ck_assert(!proc_output_done(p));
-	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 6);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDOUT], 6);
 	/* ...and what it writes to the inherited pipe is still stored. */
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	s = rec_file(p, "stdout", NULL);
 	ck_assert_str_eq(s, "early\nlate\n");
 	free(s);
-	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 11);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDOUT], 11);
 	{
 		cJSON	*j = rec_json(p, "status.json");
 
@@ -799,24 +799,24 @@ START_TEST(signal_all_and_finalize)
 	ck_assert(tu_run_until(loop, is_reaped, c, WAIT_S));
 	proctab_signal_all(&tab, SIGTERM);
 	ck_assert(tu_run_until(loop, none_live, NULL, WAIT_S));
-	ck_assert_int_eq(a->sig, SIGTERM);
-	ck_assert_int_eq(b->sig, SIGTERM);
-	ck_assert_int_eq(c->code, 0);
+	ck_assert_int_eq(a->job.exit.signal, SIGTERM);
+	ck_assert_int_eq(b->job.exit.signal, SIGTERM);
+	ck_assert_int_eq(c->job.exit.code, 0);
 
 	/* At shutdown, a reaped root whose group lingers gets a final status. */
 	c = spawn(&g);
 	ck_assert(tu_run_until(loop, is_reaped, c, WAIT_S));
-	ck_assert_int_eq(c->state, PROC_RUNNING);
+	ck_assert_int_eq(c->job.state, PROC_RUNNING);
 	proctab_finalize(&tab);
-	ck_assert_int_eq(c->state, PROC_EXITED);
-	ck_assert_int_eq(tab.nlive, 0);
+	ck_assert_int_eq(c->job.state, PROC_EXITED);
+	ck_assert_int_eq(tab.jobs.nlive, 0);
 	{
 		cJSON	*j = rec_json(c, "status.json");
 
 		ck_assert_str_eq(item(j, "state")->valuestring, "exited");
 		cJSON_Delete(j);
 	}
-	(void)kill(-c->pid, SIGKILL);
+	(void)kill(-c->job.pid, SIGKILL);
 }
 END_TEST
 
@@ -839,8 +839,8 @@ START_TEST(stdin_pipe)
 	ck_assert_int_eq(proc_stdin(p, d, 1000, false), 0);
 	ck_assert_int_eq(proc_stdin(p, d + 1000, n - 1000, true), 0);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_int_eq(p->code, 0);
-	ck_assert_int_eq(p->in, -1);	/* stdin closed */
+	ck_assert_int_eq(p->job.exit.code, 0);
+	ck_assert_int_eq(p->job.in, -1);	/* stdin closed */
 	s = rec_file(p, "stdout", &len);
 	ck_assert_uint_eq(len, n);
 	ck_assert_int_eq(memcmp(s, d, n), 0);
@@ -857,7 +857,7 @@ has_three(void *arg)
 {
 	struct proc	*p = arg;
 
-	return p->rec.ls.end[LS_STDOUT] == 3;
+	return p->job.rec.ls.end[LS_STDOUT] == 3;
 }
 
 START_TEST(stdin_stays_open)
@@ -870,11 +870,11 @@ START_TEST(stdin_stays_open)
 	p = spawn(&o);
 	ck_assert_int_eq(proc_stdin(p, "abc", 3, false), 0);
 	ck_assert(tu_run_until(loop, has_three, p, WAIT_S));
-	ck_assert_int_eq(p->state, PROC_RUNNING);
+	ck_assert_int_eq(p->job.state, PROC_RUNNING);
 	/* Closing without data. */
 	ck_assert_int_eq(proc_stdin(p, "", 0, true), 0);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 3);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDOUT], 3);
 	j = rec_json(p, "meta.json");
 	ck_assert_str_eq(item(item(j, "options"), "stdin")->valuestring,
 	    "pipe");
@@ -886,8 +886,8 @@ START_TEST(stdin_stays_open)
 	ck_assert_int_eq(proc_stdin(q, "x", 1, false), -1);
 	ck_assert_int_eq(errno, EPIPE);
 	ck_assert(tu_run_until(loop, is_done, q, WAIT_S));
-	ck_assert_uint_eq(q->rec.ls.end[LS_STDOUT], 0);
-	ck_assert_int_eq(q->code, 0);
+	ck_assert_uint_eq(q->job.rec.ls.end[LS_STDOUT], 0);
+	ck_assert_int_eq(q->job.exit.code, 0);
 }
 END_TEST
 
@@ -905,7 +905,7 @@ held_wake(struct proc *p, void *writer, int err)
 
 	h->calls++;
 	h->err = err;
-	h->left = buf_avail(&p->inbuf);
+	h->left = buf_avail(&p->job.inbuf);
 }
 
 static bool
@@ -946,7 +946,7 @@ START_TEST(stdin_hold_and_wake)
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.err, 0);
 	ck_assert_uint_lt(a.left, PROC_STDIN_HIGH / 2);
-	ck_assert_ptr_null(p->in_writer);
+	ck_assert_ptr_null(p->job.in_writer);
 	ck_assert_int_eq(b.calls, 0);
 	/* Closing after the queue: everything written, nothing lost. */
 	memset(&a, 0, sizeof(a));
@@ -955,7 +955,7 @@ START_TEST(stdin_hold_and_wake)
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.err, 0);
-	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT], 2 * n);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDOUT], 2 * n);
 
 	/* No reader: the process ends with bytes queued, which are lost. */
 	memset(&a, 0, sizeof(a));
@@ -1091,13 +1091,13 @@ START_TEST(child_starts_clean)
 	s = rec_file(b, "stdout", NULL);
 	ck_assert_int_eq(sscanf(s, "%d %63s %c %d %d %d", &pid, comm, &state,
 	    &ppid, &pgrp, &session), 6);
-	ck_assert_int_eq(pid, b->pid);
-	ck_assert_int_eq(pgrp, b->pid);
-	ck_assert_int_eq(session, b->pid);
+	ck_assert_int_eq(pid, b->job.pid);
+	ck_assert_int_eq(pgrp, b->job.pid);
+	ck_assert_int_eq(session, b->job.pid);
 	free(s);
 
 	/* No fd of the agent reaches the child: readlink fails. */
-	ck_assert_int_eq(d->code, 1);
+	ck_assert_int_eq(d->job.exit.code, 1);
 }
 END_TEST
 
@@ -1127,10 +1127,10 @@ START_TEST(child_limits)
 
 	/* Once launched, the child has the score and fd limit it is given. */
 	p = spawn(&o);
-	s = proc_file(p->pid, "oom_score_adj");
+	s = proc_file(p->job.pid, "oom_score_adj");
 	ck_assert_int_eq(atoi(s), tab.limits.oom_adj);
 	free(s);
-	s = proc_file(p->pid, "limits");
+	s = proc_file(p->job.pid, "limits");
 	line = strstr(s, "Max open files");
 	ck_assert_ptr_nonnull(line);
 	snprintf(want, sizeof(want), "Max open files %llu",
@@ -1173,7 +1173,7 @@ START_TEST(run_as_user)
 	}
 	p = spawn(&o);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_int_eq(p->code, 0);
+	ck_assert_int_eq(p->job.exit.code, 0);
 	s = rec_file(p, "stdout", NULL);
 	ck_assert_str_eq(s, "65534\n65534\n65534\n");
 	free(s);
@@ -1225,8 +1225,8 @@ START_TEST(status_json_fields)
 	cJSON_AddStringToObject(tags, "later", "x");
 
 	j = proc_status_json(p);
-	ck_assert_str_eq(item(j, "id")->valuestring, p->id);
-	ck_assert_int_eq(item(j, "pid")->valueint, p->pid);
+	ck_assert_str_eq(item(j, "id")->valuestring, p->job.id);
+	ck_assert_int_eq(item(j, "pid")->valueint, p->job.pid);
 	a = item(j, "command");
 	ck_assert_int_eq(cJSON_GetArraySize(a), 3);
 	ck_assert_str_eq(cJSON_GetArrayItem(a, 0)->valuestring, "sh");
@@ -1300,21 +1300,21 @@ START_TEST(watchers_and_delete)
 	ck_assert_str_eq(quiet.order, "");
 	ck_assert_ptr_null(quiet.w.proc);
 
-	snprintf(id, sizeof(id), "%s", p->id);
+	snprintf(id, sizeof(id), "%s", p->job.id);
 	ck_assert(tu_exists(procsfd, id));
 	proc_delete(p);
 	ck_assert_int_eq(s.n[PROC_EV_GONE], 1);
 	ck_assert_ptr_null(s.w.proc);
 	ck_assert(!tu_exists(procsfd, id));
 	ck_assert_ptr_null(proc_find(&tab, id));
-	ck_assert_ptr_null(tab.head);
-	ck_assert_ptr_null(tab.tail);
-	ck_assert_int_eq(tab.nexited, 0);
-	ck_assert_int_eq(tab.nlive, 0);
+	ck_assert_ptr_null(tab.jobs.head);
+	ck_assert_ptr_null(tab.jobs.tail);
+	ck_assert_int_eq(tab.jobs.nended, 0);
+	ck_assert_int_eq(tab.jobs.nlive, 0);
 
 	/* The ID is free again. */
 	p = spawn(&o);
-	ck_assert_str_eq(p->id, "w");
+	ck_assert_str_eq(p->job.id, "w");
 }
 END_TEST
 
@@ -1322,7 +1322,7 @@ static bool
 trimmed(void *arg)
 {
 	(void)arg;
-	return tab.nlive == 1 && tab.nexited == 1 &&
+	return tab.jobs.nlive == 1 && tab.jobs.nended == 1 &&
 	    proc_find(&tab, "a") == NULL && proc_find(&tab, "b") == NULL;
 }
 
@@ -1331,7 +1331,7 @@ START_TEST(keep_exited_trims_oldest)
 	struct proc_opts o = { .argv = ARGV("sleep", "5"), .id = "old" };
 	struct proc	*c;
 
-	tab.keep_exited = 1;
+	tab.jobs.keep = 1;
 	spawn(&o);
 	o.argv = ARGV("true");
 	o.id = "a";
@@ -1344,13 +1344,13 @@ START_TEST(keep_exited_trims_oldest)
 	/* Running records are never trimmed; the newest ended one stays. */
 	ck_assert_ptr_nonnull(proc_find(&tab, "old"));
 	ck_assert_ptr_eq(proc_find(&tab, "c"), c);
-	ck_assert_int_eq(c->state, PROC_EXITED);
+	ck_assert_int_eq(c->job.state, PROC_EXITED);
 	ck_assert(tu_exists(procsfd, "old"));
 	ck_assert(tu_exists(procsfd, "c"));
 	ck_assert(!tu_exists(procsfd, "a"));
 	ck_assert(!tu_exists(procsfd, "b"));
-	ck_assert_ptr_eq(tab.head, proc_find(&tab, "old"));
-	ck_assert_ptr_eq(tab.tail, c);
+	ck_assert_ptr_eq(proctab_first(&tab), proc_find(&tab, "old"));
+	ck_assert_ptr_eq(tab.jobs.tail, &c->job);
 }
 END_TEST
 
@@ -1393,7 +1393,7 @@ START_TEST(status_refused_then_retried)
 	ck_assert(!tu_exists(procsfd, "full/status.json"));
 	ck_assert(!tu_exists(procsfd, "full/status.json.tmp"));
 	ck_assert(!tu_exists(procsfd, "full/meta.json"));
-	ck_assert(p->rec.status_failed);
+	ck_assert(p->job.rec.status_failed);
 	j = proc_status_json(p);
 	ck_assert(cJSON_IsTrue(item(j, "statusWriteFailed")));
 	cJSON_Delete(j);
@@ -1432,14 +1432,14 @@ START_TEST(replacement_refused_keeps_last)
 	ck_assert(tu_run_until(loop, has_status, p, WAIT_S));
 	fsize_limit(16);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert(p->rec.status_failed);
+	ck_assert(p->job.rec.status_failed);
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "running");
 	cJSON_Delete(j);
 	/* At shutdown, what is owed gets one more try. */
 	fsize_limit(RLIM_INFINITY);
 	proctab_finalize(&tab);
-	ck_assert(!p->rec.status_failed);
+	ck_assert(!p->job.rec.status_failed);
 	j = rec_json(p, "status.json");
 	ck_assert_str_eq(item(j, "state")->valuestring, "exited");
 	cJSON_Delete(j);
@@ -1464,7 +1464,7 @@ START_TEST(table_without_boot_dir)
 	tu_put(statefd2, "boots", "not a directory");
 	ck_assert_int_eq(proctab_init(&t2, loop, boot2, statefd2, -1), 0);
 	tab2 = &t2;
-	ck_assert_int_eq(t2.recs.fd, -1);
+	ck_assert_int_eq(t2.jobs.recs.fd, -1);
 	ck_assert_int_eq(proctab_state_error(&t2, &bootdir, NULL), ENOTDIR);
 	ck_assert(!bootdir);
 
@@ -1472,19 +1472,20 @@ START_TEST(table_without_boot_dir)
 	p = proc_spawn(&t2, &o, &failed, &err);
 	ck_assert_msg(p != NULL, "%s", strerror(err));
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
-	ck_assert_int_eq(p->code, 0);
-	ck_assert_uint_eq(p->rec.ls.end[LS_STDOUT] + p->rec.ls.end[LS_STDERR], 0);
-	ck_assert_uint_eq(p->rec.ls.dropped, 5);
-	ck_assert_uint_eq(t2.dropped, 5);
+	ck_assert_int_eq(p->job.exit.code, 0);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDOUT] +
+	    p->job.rec.ls.end[LS_STDERR], 0);
+	ck_assert_uint_eq(p->job.rec.ls.dropped, 5);
+	ck_assert_uint_eq(t2.jobs.dropped, 5);
 	ck_assert_int_eq(proctab_state_error(&t2, NULL, &pending), ENOTDIR);
 	ck_assert_int_eq(pending, 1);
-	ck_assert_ptr_eq(proc_store(p), &p->rec.ls);
+	ck_assert_ptr_eq(proc_store(p), &p->job.rec.ls);
 
 	/* The directory becomes possible: boot dir, record, its files. */
 	ck_assert_int_eq(unlinkat(statefd2, "boots", 0), 0);
 	ck_assert(tu_run_until(loop, owes_nothing, &t2,
 	    STATE_RETRY_S + WAIT_S));
-	ck_assert_int_ne(t2.recs.fd, -1);
+	ck_assert_int_ne(t2.jobs.recs.fd, -1);
 	ck_assert(tu_exists(statefd2, "boots"));
 	snprintf(rec, sizeof(rec), "boots/%s/procs/mem/status.json", boot2);
 	j = tu_json(statefd2, rec);
@@ -1618,7 +1619,7 @@ heard_cb(struct proctab_sub *s, struct proc *p, enum proctab_event ev)
 	h->n[ev]++;
 	snprintf(h->last_id, sizeof(h->last_id), "%s", proc_id(p));
 	if (ev == PROCTAB_EV_REMOVE)
-		h->live_at_remove = tab.nlive;
+		h->live_at_remove = tab.jobs.nlive;
 	if (h->drop != NULL) {
 		proctab_unsubscribe(h->drop);
 		h->drop = NULL;
@@ -1644,7 +1645,7 @@ START_TEST(subscribers_told)
 	ck_assert_int_eq(a.n[PROCTAB_EV_END], 1);
 	/* A running record removed: told after it left the count. */
 	p = spawn(&l);
-	ck_assert_int_eq(tab.nlive, 1);
+	ck_assert_int_eq(tab.jobs.nlive, 1);
 	ck_assert_int_eq(proc_delete(p), 0);
 	ck_assert_int_eq(a.n[PROCTAB_EV_REMOVE], 1);
 	ck_assert_int_eq(a.live_at_remove, 0);
@@ -1669,7 +1670,7 @@ START_TEST(ended_for_what)
 	int		 token;
 
 	p = spawn(&o);
-	ck_assert_str_eq(proc_id(p), p->id);
+	ck_assert_str_eq(proc_id(p), p->job.id);
 	ck_assert_str_eq(proc_boot(p), boot);
 	ck_assert_int_gt(proc_started_ms(p), 0);
 	ck_assert_ptr_eq(proctab_first(&tab), p);

@@ -283,20 +283,16 @@ api_envd_signame(int sig, char *out, size_t n)
 char *
 api_envd_end_json(const struct envd_target *t, bool *timed_out)
 {
-	const cJSON	*f;
-	cJSON		*x, *j, *end;
-	char		 status[96], name[64];
-	char		*s;
-	int		 code, sig;
+	const struct exit_status	*x;
+	cJSON				*j, *end;
+	char				 status[96], name[64];
+	char				*s;
+	int				 code, sig;
 
-	x = t->p != NULL ? proc_exit_json(t->p) : term_exit_json(t->t);
-	code = (f = cJSON_GetObjectItemCaseSensitive(x, "code")) != NULL ?
-	    f->valueint : -1;
-	sig = (f = cJSON_GetObjectItemCaseSensitive(x, "signal")) != NULL ?
-	    f->valueint : 0;
-	*timed_out = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(x,
-	    "timedOut"));
-	cJSON_Delete(x);
+	x = t->p != NULL ? proc_exit(t->p) : term_exit(t->t);
+	code = x != NULL ? x->code : -1;
+	sig = x != NULL ? x->signal : 0;
+	*timed_out = x != NULL && x->timed_out;
 	if (sig != 0) {
 		api_envd_signame(sig, name, sizeof(name));
 		(void)snprintf(status, sizeof(status), "signal: %s", name);

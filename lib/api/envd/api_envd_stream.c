@@ -5,7 +5,9 @@
  * A Start is an ordinary tend launch (a terminal when it asks for a pty)
  * whose events are read from its record by the follow pump, as exec's
  * stream is: the stream is one more reader of the stored output, so a
- * client that goes away leaves the process, and what it writes, alone.
+ * client that goes away leaves the process, and what it writes, alone,
+ * and one that does not read costs a small queue, the files holding the
+ * rest.
  */
 #include <sys/types.h>
 
@@ -140,9 +142,13 @@ api_envd_stream_pending(void *ctx)
 	    http_conn_pending(st->c);
 }
 
+/*
+ * Written only below LOGS_OUT_HIGH, a piece (LOGS_PIECE) at a time: an
+ * unread stream holds that much of the output, the files the rest.
+ */
 static const struct follow_sink api_envd_stream_sink = {
 	api_envd_stream_chunk, api_envd_stream_gap, api_envd_stream_end, NULL,
-	api_envd_stream_pending, HTTP_OUT_HIGH, NULL
+	api_envd_stream_pending, LOGS_OUT_HIGH, NULL
 };
 
 static void
@@ -191,6 +197,7 @@ api_envd_stream_follow(struct api *a, const struct envd_target *t,
 	src.started = ts;
 	o.walk = FOLLOW_RECORDS;
 	o.follow = true;
+	o.piece = LOGS_PIECE;		/* an event needs no whole chunk */
 	if (src.ls == NULL || (f = follow_new(proctab_loop(a->tab), &src,
 	    &o)) == NULL) {
 		envd_err_set(e, "internal", "cannot read the output of '%s': "
