@@ -1,7 +1,7 @@
 """Hardening (issue 25 item 6): names that are not UTF-8.  Any process
 can make a file named b"bad\\xff\\xfeutf8"; every JSON the agent emits
 about it — tend's listing, envd's ListDir, Stat and watch events, tend's
-watch stream, `tend ls --json`, a process's and a terminal's status and
+watch stream, `tend ls --json` and `tend watch --json`, a process's and a terminal's status and
 their files on disk when their cwd is such a path — must still be valid
 UTF-8 (Python's json.loads on the strictly decoded body), each
 ill-formed byte shown as U+FFFD, and tend's own API gives the exact
@@ -218,6 +218,23 @@ class TestWatch(Utf8Case):
         self.assertEqual(evs[0]["path"], w + "/" + SHOWN)
         self.assertEqual(unb64(evs[0]["pathBytes"]), w.encode() + b"/" + BAD)
         self.assertNotIn("pathBytes", evs[-1])
+
+
+    def test_cli_watch_json_keeps_the_bytes(self):
+        w = os.path.join(self.root, "w")
+        p = subprocess.Popen([TEND_BIN, "-S", self.a.sock, "watch", "--json", w],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        time.sleep(scaled(0.5))
+        with open(os.path.join(self.broot, b"w", BAD), "wb"):
+            pass
+        time.sleep(scaled(0.3))
+        shutil.rmtree(os.path.join(self.broot, b"w"))
+        out, err = p.communicate(timeout=scaled(10))
+        self.assertEqual(p.returncode, 0, err)
+        evs = [json.loads(x) for x in out.decode("utf-8", "strict").splitlines()]
+        self.assertEqual((evs[0]["type"], evs[0]["path"]), ("create", w + "/" + SHOWN))
+        self.assertEqual(unb64(evs[0]["pathBytes"]), w.encode() + b"/" + BAD)
 
 
 class CwdAgent(Agent):
