@@ -1,9 +1,9 @@
 """Hardening (issue 25 item 6): names that are not UTF-8.  Any process
 can make a file named b"bad\\xff\\xfeutf8"; every JSON the agent emits
 about it — tend's listing, envd's ListDir, Stat and watch events, tend's
-watch stream, `tend ls --json` and `tend watch --json`, a process's and a terminal's status and
-their files on disk when their cwd is such a path — must still be valid
-UTF-8 (Python's json.loads on the strictly decoded body), each
+watch stream, `tend ls --json` and `tend watch --json`, a process's and
+a terminal's status and their files on disk when their cwd is such a
+path — must still be valid UTF-8 (Python's json.loads on the strictly decoded body), each
 ill-formed byte shown as U+FFFD, and tend's own API gives the exact
 bytes back in "<key>Bytes" (base64).  Such a name is addressed in a
 request by percent-encoding its bytes in the URL."""
