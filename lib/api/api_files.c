@@ -28,6 +28,7 @@
 #include "api_files.h"
 #include "base/codec.h"
 #include "base/fsutil.h"
+#include "base/jsonstr.h"
 #include "base/log.h"
 #include "base/turn.h"
 #include "base/util.h"
@@ -355,14 +356,14 @@ api_files_entry(const char *name, const struct stat *st, const char *target)
 		return NULL;
 	codec_time(mtime, (int64_t)st->st_mtim.tv_sec * 1000 +
 	    st->st_mtim.tv_nsec / 1000000);
-	if (cJSON_AddStringToObject(o, "name", name) == NULL ||
+	if (jsonstr_add_bytes(o, "name", name) == -1 ||
 	    cJSON_AddStringToObject(o, "type", api_files_type(st->st_mode)) ==
 	    NULL ||
 	    cJSON_AddNumberToObject(o, "size", (double)st->st_size) == NULL ||
 	    cJSON_AddNumberToObject(o, "mode", st->st_mode & 07777) == NULL ||
 	    cJSON_AddStringToObject(o, "mtime", mtime) == NULL ||
 	    (target != NULL &&
-	    cJSON_AddStringToObject(o, "target", target) == NULL)) {
+	    jsonstr_add_bytes(o, "target", target) == -1)) {
 		cJSON_Delete(o);
 		return NULL;
 	}

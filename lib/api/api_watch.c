@@ -22,6 +22,7 @@
 #include "api_watch.h"
 #include "base/codec.h"
 #include "base/fsutil.h"
+#include "base/jsonstr.h"
 #include "base/util.h"
 #include "core/files.h"
 
@@ -147,7 +148,7 @@ api_watch_send(struct api_watch_reader *rd, enum watch_type type,
 	(void)fsutil_join(path, sizeof(path), rd->abs, rel);	/* it fits */
 	if ((j = cJSON_CreateObject()) != NULL &&
 	    cJSON_AddStringToObject(j, "type", watch_type_name(type)) != NULL &&
-	    cJSON_AddStringToObject(j, "path", path) != NULL &&
+	    jsonstr_add_bytes(j, "path", path) == 0 &&
 	    cJSON_AddStringToObject(j, "timestamp", ts) != NULL &&
 	    (s = cJSON_PrintUnformatted(j)) != NULL) {
 		rc = http_sse_event(rd->c, id, s);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/codec.h"
+#include "base/jsonstr.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "job.h"
@@ -606,10 +607,8 @@ job_meta_json(struct job *j, char **env, const char *user)
 
 	if ((m = cJSON_CreateObject()) == NULL)
 		return NULL;
-	a = cJSON_AddArrayToObject(m, "argv");
-	for (i = 0; j->argv[i] != NULL; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(j->argv[i]));
-	cJSON_AddStringToObject(m, "cwd", j->cwd);
+	(void)jsonstr_add_strv(m, "argv", j->argv);
+	(void)jsonstr_add_bytes(m, "cwd", j->cwd);
 	a = cJSON_AddArrayToObject(m, "env");
 	for (i = 0; env != NULL && env[i] != NULL; i++) {
 		name = strndup(env[i], strcspn(env[i], "="));
@@ -641,17 +640,14 @@ job_meta_text(struct job *j, cJSON *m)
 cJSON *
 job_status_head(struct job *j)
 {
-	cJSON	*st, *a;
-	size_t	 i;
+	cJSON	*st;
 
 	if ((st = cJSON_CreateObject()) == NULL)
 		return NULL;
 	cJSON_AddStringToObject(st, "id", j->id);
 	cJSON_AddNumberToObject(st, "pid", j->pid);
-	a = cJSON_AddArrayToObject(st, "command");
-	for (i = 0; j->argv[i] != NULL; i++)
-		cJSON_AddItemToArray(a, cJSON_CreateString(j->argv[i]));
-	cJSON_AddStringToObject(st, "cwd", j->cwd);
+	(void)jsonstr_add_strv(st, "command", j->argv);
+	(void)jsonstr_add_bytes(st, "cwd", j->cwd);
 	return st;
 }
 

@@ -146,6 +146,7 @@ record_status_from_meta(const struct record_kind_desc *k, int dfd,
 		const char	*meta, *status;
 	} fields[] = {
 		{ "argv", "command" }, { "cwd", "cwd" },
+		{ "argvBytes", "commandBytes" }, { "cwdBytes", "cwdBytes" },
 		{ "created_at", k->created }, { "tags", "tags" },
 	};
 	const cJSON	*x;

@@ -545,6 +545,24 @@ START_TEST(mark_lost)
 }
 END_TEST
 
+/* A name that is not UTF-8: meta's exact bytes go into the status too. */
+START_TEST(mark_lost_keeps_bytes)
+{
+	cJSON	*j;
+
+	ck_assert_int_eq(mkdirat(dir.fd, "young", 0700), 0);
+	tu_put(dir.fd, "young/meta.json", "{\"argv\":[\"ls\",\"\xef\xbf\xbd\"],"
+	    "\"argvBytes\":[\"bHM=\",\"/w==\"],\"cwd\":\"/\xef\xbf\xbd\","
+	    "\"cwdBytes\":\"L/8=\",\"env\":[]}");
+	record_mark_lost(dir.fd, "b00t");
+	j = tu_json(dir.fd, "young/status.json");
+	ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j,
+	    "commandBytes"), 1)->valuestring, "/w==");
+	ck_assert_str_eq(str(j, "cwdBytes"), "L/8=");
+	cJSON_Delete(j);
+}
+END_TEST
+
 START_TEST(id_vectors)
 {
 	static const char *const good[] = { "a", "Z9", "a.b_c-d", "0" };
@@ -801,6 +819,7 @@ record_suite(void)
 	tcase_add_test(tc, open_ro_and_status);
 	tcase_add_test(tc, list_filters);
 	tcase_add_test(tc, mark_lost);
+	tcase_add_test(tc, mark_lost_keeps_bytes);
 	tcase_add_test(tc, id_vectors);
 	tcase_add_test(tc, sync_child);
 	suite_add_tcase(s, tc);

@@ -15,6 +15,7 @@
 #include "api/api_files.h"
 #include "api_envd_entry.h"
 #include "base/codec.h"
+#include "base/jsonstr.h"
 #include "core/files.h"
 #include "envd.h"
 #include "sys/user.h"
@@ -157,19 +158,19 @@ api_envd_entry(const struct files_root *root, const struct api_envd_req_path *p,
 	    st.st_mtim.tv_nsec / 1000000);
 	snprintf(size, sizeof(size), "%lld", (long long)st.st_size);
 	if ((j = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddStringToObject(j, "name", name) == NULL ||
+	    jsonstr_add(j, "name", name) == NULL ||
 	    cJSON_AddStringToObject(j, "type", type) == NULL ||
-	    cJSON_AddStringToObject(j, "path", p->abs) == NULL ||
+	    jsonstr_add(j, "path", p->abs) == NULL ||
 	    cJSON_AddStringToObject(j, "size", size) == NULL ||
 	    cJSON_AddNumberToObject(j, "mode", mode) == NULL ||
 	    cJSON_AddStringToObject(j, "permissions", perm) == NULL ||
-	    cJSON_AddStringToObject(j, "owner",
-	    api_envd_entry_owner(nm, st.st_uid)) == NULL ||
-	    cJSON_AddStringToObject(j, "group",
-	    api_envd_entry_group(nm, st.st_gid)) == NULL ||
+	    jsonstr_add(j, "owner", api_envd_entry_owner(nm, st.st_uid)) ==
+	    NULL ||
+	    jsonstr_add(j, "group", api_envd_entry_group(nm, st.st_gid)) ==
+	    NULL ||
 	    cJSON_AddStringToObject(j, "modifiedTime", ts) == NULL ||
 	    (S_ISLNK(st.st_mode) &&
-	    cJSON_AddStringToObject(j, "symlinkTarget", target) == NULL)) {
+	    jsonstr_add(j, "symlinkTarget", target) == NULL)) {
 		cJSON_Delete(j);
 		errno = ENOMEM;
 		return NULL;

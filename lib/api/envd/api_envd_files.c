@@ -24,6 +24,7 @@
 #include "api_envd_files.h"
 #include "api_envd_req.h"
 #include "base/buf.h"
+#include "base/jsonstr.h"
 #include "base/tunables.h"
 #include "base/turn.h"
 #include "base/util.h"
@@ -115,7 +116,7 @@ api_envd_files_err(struct http_conn *c, int status, const char *fmt, ...)
 	(void)vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if ((j = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddStringToObject(j, "message", msg) == NULL ||
+	    jsonstr_add(j, "message", msg) == NULL ||
 	    cJSON_AddNumberToObject(j, "code", status) == NULL) {
 		cJSON_Delete(j);
 		http_reply_error(c, 503, "busy", "out of memory");
@@ -384,9 +385,9 @@ api_envd_files_up_commit(struct api_envd_files_up *up)
 		return -1;
 	}
 	if ((o = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddStringToObject(o, "path", up->p.abs) == NULL ||
-	    cJSON_AddStringToObject(o, "name", name != NULL ? name + 1 :
-	    up->p.abs) == NULL ||
+	    jsonstr_add(o, "path", up->p.abs) == NULL ||
+	    jsonstr_add(o, "name", name != NULL ? name + 1 : up->p.abs) ==
+	    NULL ||
 	    cJSON_AddStringToObject(o, "type", "file") == NULL) {
 		cJSON_Delete(o);
 		api_envd_files_up_fail(up, 503, "out of memory");

@@ -17,6 +17,7 @@
 #include "api_envd_entry.h"
 #include "api_envd_req.h"
 #include "api_envd_watch.h"
+#include "base/jsonstr.h"
 #include "base/log.h"
 #include "base/tunables.h"
 #include "base/turn.h"
@@ -110,8 +111,7 @@ api_envd_watch_event(const struct watch_event *ev,
 	cJSON				*j, *ent;
 
 	if ((j = cJSON_CreateObject()) == NULL ||
-	    cJSON_AddStringToObject(j, "name", ev->path[0] ? ev->path : ".") ==
-	    NULL ||
+	    jsonstr_add(j, "name", ev->path[0] ? ev->path : ".") == NULL ||
 	    cJSON_AddStringToObject(j, "type",
 	    api_envd_watch_event_type(ev->type)) == NULL) {
 		cJSON_Delete(j);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jsonstr.h"
 #include "connect.h"
 
 /* The protocol's codes and the HTTP status of each as a unary error. */
@@ -186,7 +187,7 @@ connect_error_json(const char *code, const char *msg)
 		return NULL;
 	if (cJSON_AddStringToObject(j, "code", code) == NULL ||
 	    (msg != NULL && msg[0] != '\0' &&
-	    cJSON_AddStringToObject(j, "message", msg) == NULL)) {
+	    jsonstr_add(j, "message", msg) == NULL)) {
 		cJSON_Delete(j);
 		return NULL;
 	}
