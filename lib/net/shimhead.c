@@ -60,7 +60,7 @@ shimhead_parse(struct shimhead *h, const char *p, size_t n)
 
 	http_parser_init(&h->parser, HTTP_REQUEST);
 	h->parser.data = h;
-	h->done = h->headed = h->upgrade = h->chunked = false;
+	h->done = h->headed = h->upgrade = h->chunked = h->authed = false;
 	k = http_parser_execute(&h->parser, &shimhead_settings, p, n - 1);
 	if (k != n - 1 || HTTP_PARSER_ERRNO(&h->parser) != HPE_OK ||
 	    h->headed)
@@ -223,6 +223,7 @@ shimhead_check(struct shimhead *h, const char *token, size_t token_len,
 	auth = shimhead_strip(token, token_len, p, n, up);
 	if (token == NULL)
 		auth = true;
+	h->authed = auth;
 	if (!auth && !open) {
 		up->len = up->off + k;	/* nothing of it goes up */
 		return SHIMHEAD_DENIED;
