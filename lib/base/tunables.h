@@ -187,6 +187,7 @@
 #define SHIM_FIRST_TIMEOUT	3.0		/* s, from accept to a first whole head */
 #define SHIM_PEER_PENDING	64		/* unauthenticated connections of one address */
 #define SHIM_PENDING_SHARE	2		/* unauthenticated: 1/N of --max-conns at most */
+#define SHIM_ACCEPT_BATCH	16		/* accepts a loop turn: heads are read between */
 #define SHIM_TOKEN_MAX		4096		/* bytes of a token */
 #define SHIM_BACKOFF_MIN	1.0		/* s, first restart delay */
 #define SHIM_BACKOFF_MAX	30.0		/* s, the doubling stops here */

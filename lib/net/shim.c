@@ -322,10 +322,16 @@ shim_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 	struct shim		*s = container_of(w, struct shim, accept);
 	struct sockaddr_storage	 peer;
 	socklen_t		 plen;
-	int			 fd, on = 1;
+	int			 fd, on = 1, n;
 
 	(void)revents;
-	for (;;) {
+	/*
+	 * A few at a time: the heads already sent on those accepted are
+	 * read (and authorise them) before more arrive that would make
+	 * them give way.  The listener is level-triggered: the rest wait
+	 * for the next turn.
+	 */
+	for (n = 0; n < SHIM_ACCEPT_BATCH; n++) {
 		plen = sizeof(peer);
 		memset(&peer, 0, sizeof(peer));
 		fd = accept4(s->fd, (struct sockaddr *)&peer, &plen,
