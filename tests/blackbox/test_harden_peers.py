@@ -5,7 +5,6 @@ WebSocket upgrade may carry its token as ?authorization=Bearer%20<token>."""
 
 import base64
 import http.client
-import json
 import os
 import select
 import socket
