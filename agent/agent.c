@@ -404,6 +404,18 @@ agent_socket_dir(void)
 }
 
 /*
+ * The shim is one peer for many clients: it may not take the agent's
+ * last slots, which stay for health checks and the operator's CLI.
+ */
+static bool
+agent_peer_limited(void *ctx, pid_t pid, uid_t uid)
+{
+	(void)ctx;
+	(void)uid;
+	return pid > 0 && pid == shimctl_pid();
+}
+
+/*
  * The socket's group (--socket-group, or the shim user's own group when
  * the agent supervises a shim): 0660.  Then the shim, if any.
  */
@@ -521,6 +533,7 @@ agent_main(int argc, char **argv)
 		fatal("event=listen_failed socket=%s", opt.socket);
 	}
 	http_server_timeouts(api.srv, opt.stuck, opt.head, HTTP_PAUSE_TIMEOUT);
+	http_server_limit(api.srv, agent_peer_limited);
 	agent_shim_start();
 
 	if (opt.wrapped != NULL &&

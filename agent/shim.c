@@ -101,9 +101,17 @@ shim_usage(FILE *f)
 "Accept HTTP/1.1 on TCP, require Authorization: Bearer <token> (or\n"
 "X-Access-Token: <token>) on every request (GET /health excepted), and\n"
 "forward each request without it to the agent's unix socket, streaming\n"
-"the reply back.\n"
+"the reply back.  A WebSocket upgrade may carry the token in its query\n"
+"instead (?authorization=Bearer%%20<token>), removed before forwarding.\n"
 "\n"
-"options:\n");
+"limits: a connection's first request head must be whole within %g s;\n"
+"until a request carried the token, a connection is unauthenticated,\n"
+"and those give way to new ones: an address's oldest when it has %d,\n"
+"else the oldest of all when they are 1/%d of --max-conns or the cap is\n"
+"reached.  A client that sends its token at once always finds a slot\n"
+"unless authenticated connections hold them all.\n"
+"\n"
+"options:\n", SHIM_FIRST_TIMEOUT, SHIM_PEER_PENDING, SHIM_PENDING_SHARE);
 	opt_help(f, shim_opts, SHIM_HELP_WIDTH);
 }
 

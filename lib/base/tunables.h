@@ -11,6 +11,7 @@
 #define HTTP_MAX_BODY		(1024 * 1024)	/* buffered (JSON) bodies */
 #define HTTP_MAX_HEADERS	64
 #define HTTP_MAX_CONNS		512
+#define HTTP_DIRECT_SHARE	8		/* 1/N of the slots (1 at least) kept from the shim */
 #define HTTP_BACKLOG		4096		/* listen(2); the kernel caps it at somaxconn */
 #define HTTP_OUT_HIGH		(64 * 1024)	/* pause a stream above this */
 #define HTTP_OUT_READ_MAX	(256 * 1024)	/* no next request above this */
@@ -195,6 +196,10 @@
 #define SHIM_BUF		(256 * 1024)	/* bytes in flight, each way */
 #define SHIM_IN_BUF		(64 * 1024)	/* client bytes not yet looked at */
 #define SHIM_HEAD_TIMEOUT	HTTP_HEAD_TIMEOUT	/* s, a head, or no agent yet */
+#define SHIM_FIRST_TIMEOUT	3.0		/* s, from accept to a first whole head */
+#define SHIM_PEER_PENDING	64		/* unauthenticated connections of one address */
+#define SHIM_PENDING_SHARE	2		/* unauthenticated: 1/N of --max-conns at most */
+#define SHIM_ACCEPT_BATCH	16		/* accepts a loop turn: heads are read between */
 #define SHIM_TOKEN_MAX		4096		/* bytes of a token */
 #define SHIM_BACKOFF_MIN	1.0		/* s, first restart delay */
 #define SHIM_BACKOFF_MAX	30.0		/* s, the doubling stops here */

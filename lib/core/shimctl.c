@@ -144,6 +144,12 @@ shimctl_alive(void)
 	return sc.state != SC_NONE && sc.pid > 0;
 }
 
+pid_t
+shimctl_pid(void)
+{
+	return sc.state != SC_NONE && sc.pid > 0 ? sc.pid : -1;
+}
+
 void
 shimctl_health(cJSON *j)
 {

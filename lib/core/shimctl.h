@@ -30,6 +30,8 @@ bool	shimctl_reaped(pid_t pid, int status);
 void	shimctl_stop(void);
 void	shimctl_kill(void);
 bool	shimctl_alive(void);
+/* The running shim's pid; -1: none. */
+pid_t	shimctl_pid(void);
 /* "shim":{state, pid, restarts, listen} into a health object, if any. */
 void	shimctl_health(cJSON *);
 

@@ -200,16 +200,39 @@ http_close_all(struct http_server *srv)
 	}
 }
 
-/* Who connected (SO_PEERCRED): one debug line per accepted client. */
-static void
-http_log_peer(int fd)
+void
+http_server_limit(struct http_server *srv, http_peer_fn fn)
+{
+	srv->limited = fn;
+}
+
+/*
+ * Who connected (SO_PEERCRED): one debug line per accepted client.
+ * Whether it may have a slot: every slot for most, all but the reserve
+ * for a limited peer (the agent's shim: its clients cannot lock out a
+ * health check or the operator's CLI).
+ */
+static bool
+http_admit(struct http_server *srv, int fd)
 {
 	struct ucred	cr;
 	socklen_t	len = sizeof(cr);
+	int		reserve, n = http_server_nconns(srv);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0)
-		log_debug("event=accepted fd=%d uid=%d gid=%d pid=%d", fd,
-		    (int)cr.uid, (int)cr.gid, (int)cr.pid);
+	if (n >= srv->maxconns)
+		return false;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == -1)
+		return true;
+	log_debug("event=accepted fd=%d uid=%d gid=%d pid=%d", fd,
+	    (int)cr.uid, (int)cr.gid, (int)cr.pid);
+	if (srv->limited == NULL || !srv->limited(srv->ctx, cr.pid, cr.uid))
+		return true;
+	reserve = srv->maxconns / HTTP_DIRECT_SHARE;
+	if (reserve < 1)
+		reserve = 1;
+	if (reserve >= srv->maxconns)
+		reserve = srv->maxconns - 1;	/* one slot: the shim's */
+	return n < srv->maxconns - reserve;
 }
 
 /*
@@ -245,11 +268,10 @@ http_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			}
 			return;
 		}
-		if (http_server_nconns(srv) >= srv->maxconns) {
+		if (!http_admit(srv, fd)) {
 			http_refuse(fd);
 			continue;
 		}
-		http_log_peer(fd);
 		http_conn_new(srv, fd);
 	}
 }

@@ -60,6 +60,12 @@ struct http_route {
  */
 typedef const struct http_route *(*http_map_fn)(void *ctx, char **path);
 
+/*
+ * Whether a peer (its SO_PEERCRED pid and uid) is one that may not take
+ * the slots kept for the others (the agent's: its own shim).
+ */
+typedef bool (*http_peer_fn)(void *ctx, pid_t pid, uid_t uid);
+
 struct http_req {
 	const char		*method;
 	char			*path;		/* without query, as mapped */
@@ -91,6 +97,11 @@ struct http_server *http_server_new(struct ev_loop *, const char *path,
 /* Closes every connection now, telling their owners; frees the server. */
 void	http_server_free(struct http_server *);
 void	http_server_map(struct http_server *, http_map_fn);
+/*
+ * Peers fn says are limited get maxconns less 1/HTTP_DIRECT_SHARE of it
+ * (one slot at least): the rest is always there for the others.
+ */
+void	http_server_limit(struct http_server *, http_peer_fn fn);
 /* Seconds: stuck output, an unfinished head, a body paused (tunables.h). */
 void	http_server_timeouts(struct http_server *, double stuck, double head,
 	    double pause);

@@ -36,6 +36,7 @@ struct http_server {
 	double			 pause_timeout;	/* s: 503 a body paused this long */
 	const struct http_route	*routes;
 	http_map_fn		 map;		/* a namespace, before routes */
+	http_peer_fn		 limited;	/* a peer kept out of the reserve */
 	void			*ctx;		/* for handlers */
 	struct http_conn	*conns;		/* list of open connections */
 	unsigned int		 yielded;	/* ev_iteration + 1 of the last

@@ -56,6 +56,8 @@ struct shim_conn {
 	struct shim		*shim;
 	struct shim_conn	*next, *prev;
 	int			 cfd, afd;	/* client, agent (-1: none yet) */
+	struct sockaddr_storage	 peer;		/* the client's address */
+	bool			 authed;	/* a request with the token seen */
 	ev_io			 crd, cwr, ard, awr;
 	ev_timer		 timer;		/* a head taking too long */
 	enum shim_mode		 mode;
@@ -85,13 +87,15 @@ struct shim {
 	ev_io			 accept;
 	ev_timer		 backoff;
 	struct shim_config	 cfg;
-	struct shim_conn	*conns;
+	struct shim_conn	*conns;		/* the newest first */
 	int			 nconns;
+	int			 npending;	/* of them, not authed yet */
 };
 
 static void	shim_accept_cb(struct ev_loop *, ev_io *, int);
 static void	shim_backoff_cb(struct ev_loop *, ev_timer *, int);
-static void	shim_conn_new(struct shim *, int);
+static void	shim_conn_new(struct shim *, int,
+		    const struct sockaddr_storage *);
 static void	shim_conn_free(struct shim_conn *);
 static void	shim_conn_update(struct shim_conn *);
 static void	shim_process(struct shim_conn *);
@@ -259,15 +263,79 @@ shim_free(struct shim *s)
 	free(s);
 }
 
+static bool
+shim_same_peer(const struct sockaddr_storage *a,
+    const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return memcmp(&((const struct sockaddr_in *)a)->sin_addr,
+		    &((const struct sockaddr_in *)b)->sin_addr,
+		    sizeof(struct in_addr)) == 0;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+		    &((const struct sockaddr_in6 *)b)->sin6_addr,
+		    sizeof(struct in6_addr)) == 0;
+	return false;
+}
+
+/*
+ * Room for a new client from peer.  Connections with no authorised
+ * request yet are the ones that give way: the oldest of the peer's own
+ * when it has SHIM_PEER_PENDING of them, else the oldest of all when
+ * they hold their share of the cap or the cap is reached.  So a client
+ * that sends its token at once always finds a slot unless authorised
+ * connections fill them all, and one address cannot crowd out others.
+ * false: every slot is authorised, the new one is refused.
+ */
+static bool
+shim_make_room(struct shim *s, const struct sockaddr_storage *peer)
+{
+	struct shim_conn	*c, *oldest = NULL, *mine = NULL;
+	int			 n = 0;
+
+	for (c = s->conns; c != NULL; c = c->next) {
+		if (c->authed)
+			continue;
+		oldest = c;
+		if (shim_same_peer(&c->peer, peer)) {
+			mine = c;
+			n++;
+		}
+	}
+	if (n >= SHIM_PEER_PENDING)
+		oldest = mine;
+	else if (s->npending < s->cfg.maxconns / SHIM_PENDING_SHARE &&
+	    s->nconns < s->cfg.maxconns)
+		return true;
+	if (oldest == NULL)
+		return false;
+	log_debug("event=pending_evicted fd=%d", oldest->cfd);
+	shim_conn_free(oldest);
+	return true;
+}
+
 static void
 shim_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
-	struct shim	*s = container_of(w, struct shim, accept);
-	int		 fd, on = 1;
+	struct shim		*s = container_of(w, struct shim, accept);
+	struct sockaddr_storage	 peer;
+	socklen_t		 plen;
+	int			 fd, on = 1, n;
 
 	(void)revents;
-	for (;;) {
-		fd = accept4(s->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	/*
+	 * A few at a time: the heads already sent on those accepted are
+	 * read (and authorise them) before more arrive that would make
+	 * them give way.  The listener is level-triggered: the rest wait
+	 * for the next turn.
+	 */
+	for (n = 0; n < SHIM_ACCEPT_BATCH; n++) {
+		plen = sizeof(peer);
+		memset(&peer, 0, sizeof(peer));
+		fd = accept4(s->fd, (struct sockaddr *)&peer, &plen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno == EMFILE || errno == ENFILE ||
 			    errno == ENOBUFS || errno == ENOMEM) {
@@ -278,13 +346,13 @@ shim_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
 			}
 			return;
 		}
-		if (s->nconns >= s->cfg.maxconns) {
+		if (!shim_make_room(s, &peer)) {
 			close(fd);
 			continue;
 		}
 		/* SSE events and small replies must not wait for Nagle. */
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-		shim_conn_new(s, fd);
+		shim_conn_new(s, fd, &peer);
 	}
 }
 
@@ -301,7 +369,7 @@ shim_backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
 /* Connections                                                         */
 
 static void
-shim_conn_new(struct shim *s, int fd)
+shim_conn_new(struct shim *s, int fd, const struct sockaddr_storage *peer)
 {
 	struct shim_conn	*c;
 
@@ -319,18 +387,23 @@ shim_conn_new(struct shim *s, int fd)
 	}
 	c->shim = s;
 	c->cfd = fd;
+	c->peer = *peer;
+	c->authed = s->cfg.token == NULL;
 	c->afd = -1;
 	c->pr = c->pw = -1;
 	c->mode = SHIM_HEAD;
 	ev_io_init(&c->crd, shim_crd_cb, fd, EV_READ);
 	ev_io_init(&c->cwr, shim_cwr_cb, fd, EV_WRITE);
-	ev_timer_init(&c->timer, shim_timer_cb, SHIM_HEAD_TIMEOUT,
+	/* The first head has less time: it is all a stranger can send. */
+	ev_timer_init(&c->timer, shim_timer_cb, SHIM_FIRST_TIMEOUT,
 	    SHIM_HEAD_TIMEOUT);
-	ev_timer_again(s->loop, &c->timer);
+	ev_timer_start(s->loop, &c->timer);
 	if ((c->next = s->conns) != NULL)
 		c->next->prev = c;
 	s->conns = c;
 	s->nconns++;
+	if (!c->authed)
+		s->npending++;
 	shim_conn_update(c);
 }
 
@@ -355,6 +428,8 @@ shim_conn_free(struct shim_conn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	s->nconns--;
+	if (!c->authed)
+		s->npending--;
 	if (c->pr != -1) {
 		close(c->pr);
 		close(c->pw);
@@ -581,6 +656,10 @@ shim_head(struct shim_conn *c, size_t n)
 		return 0;
 	}
 	buf_consume(&c->in, n);
+	if (c->req.authed && !c->authed) {
+		c->authed = true;
+		c->shim->npending--;
+	}
 	if (c->afd == -1 && shim_connect(c) == -1) {
 		c->up.len = c->up.off + k;	/* nothing of it goes up */
 		log_warn("event=agent_unavailable socket=%s",

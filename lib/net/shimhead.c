@@ -6,7 +6,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/tunables.h"
 #include "shimhead.h"
+
+/* A query token's value, decoded: "Bearer " and the token, some blanks. */
+#define SHIMHEAD_QTOKEN_MAX	(SHIM_TOKEN_MAX + 16)
 
 static int	shimhead_on_headers(http_parser *);
 static int	shimhead_on_complete(http_parser *);
@@ -15,7 +19,12 @@ static bool	shimhead_token_ok(const char *, size_t, const char *, size_t);
 static bool	shimhead_token_line(const char *, size_t, const char **,
 		    size_t *);
 static bool	shimhead_strip(const char *, size_t, const char *, size_t,
-		    struct buf *);
+		    struct buf *, int *);
+static bool	shimhead_websocket(const char *, size_t);
+static int	shimhead_hex(char);
+static bool	shimhead_query_ok(const char *, size_t, const char *, size_t);
+static void	shimhead_query(const char *, size_t, const char *, size_t,
+		    struct buf *, int *, bool *);
 
 static const http_parser_settings shimhead_settings = {
 	.on_headers_complete = shimhead_on_headers,
@@ -60,7 +69,7 @@ shimhead_parse(struct shimhead *h, const char *p, size_t n)
 
 	http_parser_init(&h->parser, HTTP_REQUEST);
 	h->parser.data = h;
-	h->done = h->headed = h->upgrade = h->chunked = false;
+	h->done = h->headed = h->upgrade = h->chunked = h->authed = false;
 	k = http_parser_execute(&h->parser, &shimhead_settings, p, n - 1);
 	if (k != n - 1 || HTTP_PARSER_ERRNO(&h->parser) != HPE_OK ||
 	    h->headed)
@@ -163,48 +172,153 @@ shimhead_token_line(const char *p, size_t n, const char **v, size_t *vn)
 }
 
 /*
- * Append the head h[0, n) to up without the lines that carry the token
- * (and their obsolete continuations); true when there was one at least
- * and every one of them carried the right token (a folded one never
- * does).
+ * Append the header lines h[0, n) (the request line is not among them)
+ * to up without the lines that carry the token (and their obsolete
+ * continuations), counting them in *seen; true when every one of them
+ * carried the right token (a folded one never does).
  */
 static bool
 shimhead_strip(const char *token, size_t token_len, const char *h, size_t n,
-    struct buf *up)
+    struct buf *up, int *seen)
 {
 	const char	*line, *nl, *v;
 	size_t		 len, vn;
 	bool		 in_tok = false, ok = true;
-	int		 seen = 0;
 
 	for (line = h; line < h + n; line = nl + 1) {
 		nl = memchr(line, '\n', h + n - line);
 		len = nl - line + 1;
-		if (line != h && (line[0] == ' ' || line[0] == '\t')) {
+		if (line[0] == ' ' || line[0] == '\t') {
 			if (in_tok) {
 				ok = false;	/* folded: never a match */
 				continue;
 			}
 		} else
-			in_tok = line != h && shimhead_token_line(line, len,
-			    &v, &vn);
+			in_tok = shimhead_token_line(line, len, &v, &vn);
 		if (!in_tok) {
 			(void)buf_add(up, line, len);
 			continue;
 		}
-		seen++;
+		(*seen)++;
 		if (!shimhead_token_ok(token, token_len, v, vn))
 			ok = false;
 	}
-	return seen > 0 && ok;
+	return ok;
+}
+
+/* Whether the head p[0, n) asks for a WebSocket (an Upgrade naming it). */
+static bool
+shimhead_websocket(const char *p, size_t n)
+{
+	const char	*line, *nl, *e;
+
+	for (line = p; line < p + n &&
+	    (nl = memchr(line, '\n', p + n - line)) != NULL; line = nl + 1) {
+		if (nl - line < 8 || strncasecmp(line, "upgrade:", 8) != 0)
+			continue;
+		for (e = line + 8; nl - e >= 9; e++)
+			if (strncasecmp(e, "websocket", 9) == 0)
+				return true;
+	}
+	return false;
+}
+
+static int
+shimhead_hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Whether a query value v[0, n), percent-decoded ('+' a space), is
+ * "Bearer <token>": what a browser's WebSocket, which cannot set a
+ * header, carries.
+ */
+static bool
+shimhead_query_ok(const char *token, size_t token_len, const char *v,
+    size_t n)
+{
+	char	d[SHIMHEAD_QTOKEN_MAX];
+	size_t	i, k = 0;
+	int	hi, lo;
+
+	for (i = 0; i < n; i++) {
+		if (k == sizeof(d))
+			return false;
+		if (v[i] == '+')
+			d[k++] = ' ';
+		else if (v[i] != '%')
+			d[k++] = v[i];
+		else {
+			if (n - i < 3 || (hi = shimhead_hex(v[i + 1])) < 0 ||
+			    (lo = shimhead_hex(v[i + 2])) < 0)
+				return false;
+			d[k++] = (char)(hi << 4 | lo);
+			i += 2;
+		}
+	}
+	if (k < 7 || strncasecmp(d, "bearer", 6) != 0 ||
+	    (d[6] != ' ' && d[6] != '\t'))
+		return false;
+	return shimhead_token_ok(token, token_len, d + 7, k - 7);
+}
+
+/*
+ * Append the request line p[0, n) (its LF included) to up without the
+ * "authorization" parameters of its query, counting them in *seen; *ok
+ * false when one of them does not carry the token.  The other
+ * parameters, their order and a fragment stay as they were.
+ */
+static void
+shimhead_query(const char *token, size_t token_len, const char *p, size_t n,
+    struct buf *up, int *seen, bool *ok)
+{
+	static const char	key[] = "authorization";
+	const char		*sp, *end, *q, *qend, *seg, *amp, *eq;
+	bool			 first = true;
+
+	if ((sp = memchr(p, ' ', n)) == NULL ||
+	    (end = memchr(sp + 1, ' ', p + n - sp - 1)) == NULL ||
+	    (q = memchr(sp + 1, '?', end - sp - 1)) == NULL) {
+		(void)buf_add(up, p, n);
+		return;
+	}
+	if ((qend = memchr(q, '#', end - q)) == NULL)
+		qend = end;
+	(void)buf_add(up, p, q - p);
+	for (seg = q + 1; seg <= qend; seg = amp + 1) {
+		if ((amp = memchr(seg, '&', qend - seg)) == NULL)
+			amp = qend;
+		eq = memchr(seg, '=', amp - seg);
+		if ((eq != NULL ? eq : amp) - seg == sizeof(key) - 1 &&
+		    strncasecmp(seg, key, sizeof(key) - 1) == 0) {
+			(*seen)++;
+			if (eq == NULL || !shimhead_query_ok(token, token_len,
+			    eq + 1, amp - eq - 1))
+				*ok = false;
+			continue;
+		}
+		(void)buf_add(up, first ? "?" : "&", 1);
+		(void)buf_add(up, seg, amp - seg);
+		first = false;
+	}
+	(void)buf_add(up, qend, p + n - qend);
 }
 
 enum shimhead_verdict
 shimhead_check(struct shimhead *h, const char *token, size_t token_len,
     const char *p, size_t n, struct buf *up)
 {
-	size_t	k;
-	bool	auth, open;
+	const char	*nl;
+	size_t		 k, first;
+	bool		 auth, open, qok = true;
+	int		 seen = 0;
 
 	if (n == 0 || shimhead_parse(h, p, n) == -1)
 		return SHIMHEAD_MALFORMED;
@@ -220,9 +334,22 @@ shimhead_check(struct shimhead *h, const char *token, size_t token_len,
 	    12) == 0 || strncmp(p, "GET /health?", 12) == 0);
 	h->upgrade = h->parser.upgrade;
 	k = buf_avail(up);
-	auth = shimhead_strip(token, token_len, p, n, up);
+	/*
+	 * A WebSocket upgrade may carry the token in its query instead (a
+	 * browser's cannot set a header); no other request may.
+	 */
+	nl = memchr(p, '\n', n);
+	first = nl - p + 1;
+	if (h->upgrade && h->parser.method == HTTP_GET &&
+	    shimhead_websocket(p, n))
+		shimhead_query(token, token_len, p, first, up, &seen, &qok);
+	else
+		(void)buf_add(up, p, first);
+	auth = shimhead_strip(token, token_len, p + first, n - first, up,
+	    &seen) && qok && seen > 0;
 	if (token == NULL)
 		auth = true;
+	h->authed = auth;
 	if (!auth && !open) {
 		up->len = up->off + k;	/* nothing of it goes up */
 		return SHIMHEAD_DENIED;

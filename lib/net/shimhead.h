@@ -28,6 +28,7 @@ struct shimhead {
 	bool		 headed;	/* the parser saw a head end */
 	bool		 done;		/* the parser saw a message end */
 	bool		 upgrade;	/* the head asks to switch protocols */
+	bool		 authed;	/* it carried the token (or none asked) */
 	bool		 chunked;	/* its body's framing: chunks checks it */
 	struct chunked	 chunks;
 };

@@ -38,6 +38,7 @@ static void	fs_health(struct http_conn *, struct http_req *);
 static void	fs_echo(struct http_conn *, struct http_req *);
 static void	fs_pure(const uint8_t *, size_t);
 static void	fs_agent_view(const struct shimhead *, const struct buf *);
+static bool	fs_query_token(const char *, const char *);
 
 static const struct http_route fs_routes[] = {
 	{ "GET",	"/health",	fs_health, NULL },
@@ -79,6 +80,46 @@ fs_echo(struct http_conn *c, struct http_req *r)
 }
 
 /*
+ * Whether the forwarded head p[0, end) is a GET asking for a WebSocket
+ * (an Upgrade line naming it) whose query still has an authorization
+ * parameter: the shim takes those for the token and never forwards them.
+ */
+static bool
+fs_query_token(const char *p, const char *end)
+{
+	const char	*nl, *line, *e, *v;
+	bool		 ws = false;
+
+	if ((nl = memchr(p, '\n', end - p)) == NULL ||
+	    strncmp(p, "GET ", 4) != 0)
+		return false;
+	for (line = nl + 1; line < end &&
+	    (e = memchr(line, '\n', end - line)) != NULL; line = e + 1) {
+		if (e - line < 8 || strncasecmp(line, "upgrade:", 8) != 0)
+			continue;
+		for (v = line + 8; e - v >= 9; v++)
+			if (strncasecmp(v, "websocket", 9) == 0)
+				ws = true;
+	}
+	if (!ws)
+		return false;
+	for (v = p + 4; v < nl && *v != ' ' && *v != '?'; v++)
+		;
+	if (v >= nl || *v != '?')
+		return false;
+	while (v < nl && *v != ' ' && *v != '#') {
+		v++;
+		if (nl - v > 13 && strncasecmp(v, "authorization", 13) == 0 &&
+		    (v[13] == '=' || v[13] == '&' || v[13] == ' ' ||
+		    v[13] == '#'))
+			return true;
+		while (v < nl && *v != '&' && *v != ' ' && *v != '#')
+			v++;
+	}
+	return false;
+}
+
+/*
  * A head as forwarded: one head to a fresh check (no token asked), of
  * the same framing as the client's, and no line of it a token's.
  */
@@ -99,6 +140,8 @@ fs_agent_view(const struct shimhead *h, const struct buf *up)
 		abort();
 	}
 	buf_free(&again);
+	if (fs_query_token(p, end))
+		goto leak_query;
 	for (; p < end && (nl = memchr(p, '\n', end - p)) != NULL;
 	    p = nl + 1) {
 		if (strncasecmp(p, "x-access-token:", 15) == 0)
@@ -114,6 +157,10 @@ fs_agent_view(const struct shimhead *h, const struct buf *up)
 leak:
 	fprintf(stderr, "fuzz_shim: token line forwarded: %.*s\n",
 	    (int)(nl - p), p);
+	abort();
+leak_query:
+	fprintf(stderr, "fuzz_shim: query token forwarded: %.*s\n",
+	    (int)(end - p), p);
 	abort();
 }
 

@@ -451,6 +451,65 @@ START_TEST(request_forwarded_without_token)
 }
 END_TEST
 
+/* A client connected that sends nothing (non-blocking). */
+static int
+silent(void)
+{
+	int	fd;
+
+	ck_assert_int_ne(fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0),
+	    -1);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&addr, sizeof(addr)),
+	    0);
+	nonblock(fd);
+	turn(4);
+	return fd;
+}
+
+/* Whether the shim closed fd (EOF or reset), without waiting. */
+static bool
+closed(int fd)
+{
+	char	c;
+	ssize_t	n = recv(fd, &c, 1, 0);
+
+	return n == 0 || (n == -1 && errno != EAGAIN);
+}
+
+/*
+ * Connections with no authorised request give way to new ones once they
+ * are half the cap (2 of 4 here), the oldest first; an authorised one
+ * never does.
+ */
+START_TEST(unauthenticated_give_way)
+{
+	static const char	req[] =
+	    "GET /v1/x HTTP/1.1\r\nAuthorization: Bearer " T_TOKEN "\r\n\r\n";
+	char			head[256];
+	int			s1, s2, s3, s4;
+
+	connect_both();
+	put(cfd, req, sizeof(req) - 1);
+	accept_backend();
+	get_head(bfd, head, sizeof(head));
+	s1 = silent();
+	s2 = silent();
+	ck_assert_int_eq(shim_nconns(shim), 3);
+	ck_assert(!closed(s1) && !closed(s2));
+	s3 = silent();
+	ck_assert(closed(s1));
+	ck_assert(!closed(s2) && !closed(s3) && !closed(cfd));
+	s4 = silent();
+	ck_assert(closed(s2));
+	ck_assert(!closed(s3) && !closed(s4) && !closed(cfd));
+	ck_assert_int_eq(shim_nconns(shim), 3);
+	close(s1);
+	close(s2);
+	close(s3);
+	close(s4);
+}
+END_TEST
+
 Suite *
 shim_suite(void)
 {
@@ -471,6 +530,7 @@ shim_suite(void)
 	tc = tcase_create("forward");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, request_forwarded_without_token);
+	tcase_add_test(tc, unauthenticated_give_way);
 	suite_add_tcase(s, tc);
 	return s;
 }

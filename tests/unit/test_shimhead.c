@@ -179,6 +179,64 @@ START_TEST(upgrade_seen)
 }
 END_TEST
 
+#define WS	"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n"
+
+/*
+ * A WebSocket upgrade may carry the token as ?authorization=Bearer%20T
+ * (a browser's cannot set a header): checked like a header's, removed
+ * with the rest of the query as it was; never for another request.
+ */
+START_TEST(query_token_for_websockets_only)
+{
+	static const char *const denied[] = {
+		/* Not a WebSocket upgrade: the query is not a token. */
+		"GET /v1/x?authorization=Bearer%20" TOKEN " HTTP/1.1\r\n\r\n",
+		"GET /v1/x?authorization=Bearer%20" TOKEN " HTTP/1.1\r\n"
+		    "Connection: Upgrade\r\nUpgrade: h2c\r\n\r\n",
+		"POST /v1/x?authorization=Bearer%20" TOKEN " HTTP/1.1\r\n"
+		    "Content-Length: 0\r\n" WS,
+		/* Wrong ones, a good header beside them or not. */
+		"GET /t?authorization=Bearer%20nope HTTP/1.1\r\n" WS,
+		"GET /t?authorization=Bearer%20nope HTTP/1.1\r\n"
+		    "Authorization: Bearer " TOKEN "\r\n" WS,
+		"GET /t?authorization=Bearer%20" TOKEN "&authorization= "
+		    "HTTP/1.1\r\n" WS,
+		"GET /t?authorization HTTP/1.1\r\n" WS,
+		"GET /t?authorization=" TOKEN " HTTP/1.1\r\n" WS,
+		"GET /t?authorization=Bearer%2" " HTTP/1.1\r\n" WS,
+		"GET /t?authorization=Bearer%20" TOKEN "x HTTP/1.1\r\n" WS,
+	};
+	struct shimhead	h;
+	struct buf	up = { 0 };
+	size_t		i;
+
+	ck_assert_int_eq(check(&h, "GET /t?cols=80&authorization=Bearer%20"
+	    TOKEN "&rows=24 HTTP/1.1\r\nHost: a\r\n" WS, &up),
+	    SHIMHEAD_FORWARD);
+	ck_assert_str_eq(buf_head(&up), "GET /t?cols=80&rows=24 HTTP/1.1\r\n"
+	    "Host: a\r\n" WS);
+	ck_assert(h.upgrade && h.authed);
+	/* Percent-encoded token bytes, '+' for the blank, a header too. */
+	ck_assert_int_eq(check(&h, "GET /t?Authorization=bearer+%73%33cret "
+	    "HTTP/1.1\r\nAuthorization: Bearer " TOKEN "\r\n" WS, &up),
+	    SHIMHEAD_FORWARD);
+	ck_assert_str_eq(buf_head(&up), "GET /t HTTP/1.1\r\n" WS);
+	ck_assert_int_eq(check(&h, "GET /t?&authorization=Bearer%20" TOKEN
+	    "#f HTTP/1.1\r\n" WS, &up), SHIMHEAD_FORWARD);
+	ck_assert_str_eq(buf_head(&up), "GET /t?#f HTTP/1.1\r\n" WS);
+	for (i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		ck_assert_int_eq(check(&h, denied[i], &up), SHIMHEAD_DENIED);
+		ck_assert_str_eq(buf_head(&up), "");
+	}
+	/* Other requests keep their query as it was, token or not. */
+	ck_assert_int_eq(check(&h, "GET /v1/x?authorization=1 HTTP/1.1\r\n"
+	    "Authorization: Bearer " TOKEN "\r\n\r\n", &up), SHIMHEAD_FORWARD);
+	ck_assert_str_eq(buf_head(&up), "GET /v1/x?authorization=1 "
+	    "HTTP/1.1\r\n\r\n");
+	buf_free(&up);
+}
+END_TEST
+
 Suite *
 shimhead_suite(void)
 {
@@ -189,6 +247,7 @@ shimhead_suite(void)
 	tcase_add_test(tc, bearer_stripped);
 	tcase_add_test(tc, bad_tokens_denied);
 	tcase_add_test(tc, health_open_and_no_token);
+	tcase_add_test(tc, query_token_for_websockets_only);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("framing");
 	tcase_add_test(tc, malformed_and_versions);
