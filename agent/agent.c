@@ -468,7 +468,7 @@ agent_main(int argc, char **argv)
 		log_warn("event=subreaper_failed");
 
 	/*
-	 * SIGCHLD is lib/child.c's, on a signalfd of its own; the loop is not
+	 * SIGCHLD is lib/sys/child.c's, on a signalfd of its own; the loop is not
 	 * libev's default one, whose SIGCHLD watcher would reap behind its
 	 * back.  The other signals (rare: shutdown, forwarding) go through
 	 * libev's handlers, not a second signalfd: every signal a process
@@ -608,7 +608,7 @@ agent_log_cb(struct ev_loop *l, ev_io *w, int revents)
 }
 
 /*
- * Each child the reap loop (lib/child.c) reaps, the tar helpers aside:
+ * Each child the reap loop (lib/sys/child.c) reaps, the tar helpers aside:
  * true for one of ours (the main child, the shim, a record's root),
  * false for an orphan as proc_reaped counts them (a terminal's leader
  * too: no reply waits on its status, the pty's end comes apart).

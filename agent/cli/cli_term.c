@@ -1,7 +1,7 @@
 /*
  * cli_term.c: tend term — the caller's terminal attached to a tend
  * terminal over the connect route (a WebSocket on the agent's socket,
- * lib/ws.c's client side).  The terminal is created (or reattached, for
+ * lib/net/ws.c's client side).  The terminal is created (or reattached, for
  * a live ID) first; the replay from its start comes before live output.
  * The caller's terminal is raw while attached and restored on every way
  * out; Ctrl-] detaches and leaves the terminal running.

@@ -83,7 +83,7 @@
 #define STATE_RETRY_S		1.0		/* s, refused state writes */
 #define AGENT_GRACE		8.0		/* s */
 
-/* Option tables (lib/base/opt.c): the agent's, the shim's, the CLI's. */
+/* Option tables (base/opt): the agent's, the shim's, the CLI's. */
 #define OPT_MAX			24		/* rows of one command */
 #define OPT_SECONDS_MAX		1e12		/* largest SECONDS taken */
 
@@ -104,7 +104,7 @@
 /* run --stdin travels as base64 (4/3) in a JSON body of HTTP_MAX_BODY. */
 #define CLI_RUN_STDIN_MAX	(720 * 1024)
 
-/* Files and tar (lib/files.c, lib/tar.c, the walk in lib/fsutil.c). */
+/* Files and tar (core/files, fileops, upload, tar; the walk in base/fsutil). */
 #define FILES_MAX_LINKS		40		/* links in one lookup, as the kernel */
 #define FILES_WALK_DEPTH	256		/* directories held by the openat2-less walk */
 #define FILES_LIST_MAX		10000		/* entries in one listing */
@@ -119,7 +119,7 @@
 #define TAR_PIPE_BYTES		(1024 * 1024)	/* asked pipe size to/from the tar child */
 #define TAR_ERR_MAX		512		/* the tar child's report, <= PIPE_BUF */
 
-/* The HTTP server's own (lib/http.c). */
+/* The HTTP server's own (net/http). */
 #define HTTP_READ_CHUNK		(64 * 1024)	/* one read of a request */
 #define HTTP_BODY_READ_CHUNK	(256 * 1024)	/* one read of a streamed body */
 #define HTTP_TICK		5.0		/* s, longest connection timer period */
@@ -128,7 +128,7 @@
 #define HTTP_ERROR_MSG_MAX	512		/* of an error message, NUL included */
 #define HTTP_QUERY_U64_MAX	24		/* of a number in a query, NUL included */
 
-/* Children (lib/spawn.c). */
+/* Children (sys/spawn). */
 #define SPAWN_AGENT_OOM_ADJ	(-500)	/* the agent's own oom_score_adj */
 #define SPAWN_CHILD_OOM_RAISE	100	/* a child's: the agent's + this */
 /* Without close_range (Linux < 5.9) a child closes the fds below this. */
@@ -137,14 +137,14 @@
 /* A seccomp filter as BPF: the default deny-list takes well under this. */
 #define SPAWN_FILTER_MAX	(64 * 1024)
 
-/* Accounts (lib/user.c). */
+/* Accounts (sys/user). */
 #define USER_NAME_MAX		256	/* of a user name, NUL included */
 #define USER_PASSWD		"/etc/passwd"	/* read with fgetpwent, no NSS */
 #define USER_GROUP		"/etc/group"	/* with fgetgrent, no NSS */
 /* Supplementary groups of a child (on the stack of spawn's fork path). */
 #define USER_GROUPS_MAX		1024
 
-/* The reap loop (lib/child.c). */
+/* The reap loop (sys/child). */
 /*
  * s: an orphan reaped this soon after another (or two in one pass) is a
  * burst; until a pass reaps none, passes are this far apart, not one
@@ -152,7 +152,7 @@
  */
 #define CHILD_REAP_HOLDOFF	0.005
 
-/* The process table (lib/proc.c). */
+/* The process table (core/job, proc, proctab). */
 #define PROC_DRAIN_ROUNDS	16	/* pipe reads per wakeup, then yield */
 /* "All that is readable now", bounded against a writer that never stops. */
 #define PROC_DRAIN_ALL		4096
@@ -166,13 +166,13 @@
 #define EXEC_MAX_OUTPUT_ASK	1e15	/* largest maxOutputBytes taken, then
 					   capped at EXEC_MAX_OUTPUT_CAP */
 
-/* Terminals (lib/term.c). */
+/* Terminals (core/term). */
 #define TERM_END_WAIT		1.0	/* s after the leader is reaped with
 					   the slave still open: the end anyway */
 #define TERM_KILL_GRACE		2.0	/* s, terminate: HUP+TERM, then KILL */
 #define TERM_KEEP_ENDED		256	/* ended terminals kept per boot */
 
-/* The record on disk (lib/record.c). */
+/* The record on disk (store/record). */
 #define RECORD_POOL		32	/* records' directories a child makes */
 #define RECORD_POOL_LOW		16	/* left in the pool: the next child */
 #define RECORD_POOL_RETRY	10.0	/* s, after a child that failed */
@@ -182,7 +182,7 @@
 					   the next, longer one on a full disk */
 #define BOOT_READ_MAX		4096		/* an earlier boot's boot.json */
 
-/* The routes (lib/api*.c). */
+/* The routes (api/). */
 #define API_ERR_MSG_MAX		HTTP_ERROR_MSG_MAX	/* an api_err's message */
 #define API_ROUTES_MAX		96	/* of all route modules, together */
 #define API_MAXLOG_MAX		9007199254740992.0	/* 2^53: maxLogBytes, exact in a double */
@@ -191,7 +191,7 @@
 #define API_SIGNAL_MAX		64	/* kill's signal: 1..this */
 #define API_BOOT_Q_MAX		64	/* of ?boot=, NUL included */
 
-/* The TCP shim (lib/shim.c, agent/shim.c) and its supervision (lib/shimctl.c). */
+/* The TCP shim (net/shim, shimhead, agent/shim.c) and its supervision (core/shimctl). */
 #define SHIM_MAX_CONNS		HTTP_MAX_CONNS	/* client connections at most */
 #define SHIM_BUF		(256 * 1024)	/* bytes in flight, each way */
 #define SHIM_IN_BUF		(64 * 1024)	/* client bytes not yet looked at */
@@ -205,7 +205,7 @@
 #define SHIM_BACKOFF_MAX	30.0		/* s, the doubling stops here */
 #define SHIM_BACKOFF_RESET	30.0		/* s up: the next delay is the first */
 
-/* The bridge's namespace (lib/api_sandbox.c, the exec sink). */
+/* The bridge's namespace (api/bridge/, the exec sink). */
 #define BRIDGE_EXIT_TIMEOUT	124	/* exec's exit_code after its timeout */
 #define BRIDGE_EXIT_NOT_EXEC	126	/* a command that cannot be executed */
 #define BRIDGE_EXIT_NOT_FOUND	127	/* a command that is not there */
@@ -214,7 +214,7 @@
 #define BRIDGE_DELETE_SLACK	1.0	/* s past the longest grace: reply anyway */
 #define BRIDGE_SESSIONS_MAX	64	/* POST .../session: live sessions at most */
 
-/* envd's Connect API (lib/connect.c, lib/envd.c, lib/api_envd*.c). */
+/* envd's Connect API (api/envd/). */
 #define CONNECT_MSG_MAX		HTTP_MAX_BODY	/* one request message */
 #define CONNECT_NAME_MAX	64	/* a field name, snake_case, NUL included */
 #define CONNECT_TIMEOUT_DIGITS	10	/* Connect-Timeout-Ms, by the protocol */
@@ -225,7 +225,7 @@
 #define ENVD_INIT_ENV_BYTES	(256 * 1024)	/* ... names and values, in all */
 #define USER_HOME_MAX		1024	/* of a home directory, NUL included */
 
-/* Watching (lib/watch.c, lib/api_watch.c) and envd's files (lib/api_envd_fs.c, lib/multipart.c). */
+/* Watching (core/watch, api/api_watch) and envd's files (api/envd/, net/multipart). */
 #define FILES_TMP_KEPT		256	/* tend's newest temp files a watcher can tell */
 #define WATCH_MAX		32	/* watches (inotify instances) at once */
 #define WATCH_DIRS_MAX		8192	/* directories one recursive watch holds */
@@ -242,6 +242,6 @@
 #define MULTIPART_BOUNDARY_MAX	70	/* RFC 2046 */
 #define MULTIPART_HEAD_MAX	(8 * 1024)	/* of one part's headers */
 #define MULTIPART_PARTS_MAX	1000	/* parts of one upload */
-#define EFS_NAMES_CACHED	8	/* owner and group names per reply */
+#define ENVD_ENTRY_NAMES	8	/* owner and group names per reply */
 
 #endif

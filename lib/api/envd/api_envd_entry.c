@@ -66,8 +66,8 @@ api_envd_entry_owner(struct api_envd_entry_names *nm, uid_t uid)
 	for (i = 0; i < nm->nu; i++)
 		if (nm->u[i].id == uid)
 			return nm->u[i].name;
-	i = nm->nu < EFS_NAMES_CACHED ? nm->nu++ :
-	    (int)(uid % EFS_NAMES_CACHED);
+	i = nm->nu < ENVD_ENTRY_NAMES ? nm->nu++ :
+	    (int)(uid % ENVD_ENTRY_NAMES);
 	nm->u[i].id = uid;
 	if (user_by_uid(NULL, uid, &id) == 0 && id.name[0] != '\0')
 		snprintf(nm->u[i].name, sizeof(nm->u[i].name), "%s", id.name);
@@ -85,8 +85,8 @@ api_envd_entry_group(struct api_envd_entry_names *nm, gid_t gid)
 	for (i = 0; i < nm->ng; i++)
 		if (nm->g[i].id == gid)
 			return nm->g[i].name;
-	i = nm->ng < EFS_NAMES_CACHED ? nm->ng++ :
-	    (int)(gid % EFS_NAMES_CACHED);
+	i = nm->ng < ENVD_ENTRY_NAMES ? nm->ng++ :
+	    (int)(gid % ENVD_ENTRY_NAMES);
 	nm->g[i].id = gid;
 	if (user_group_name(NULL, gid, nm->g[i].name,
 	    sizeof(nm->g[i].name)) == -1)

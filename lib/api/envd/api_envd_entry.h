@@ -23,7 +23,7 @@ struct api_envd_entry_names {
 		unsigned	 id;
 		bool		 used;
 		char		 name[USER_NAME_MAX];
-	}		 u[EFS_NAMES_CACHED], g[EFS_NAMES_CACHED];
+	}		 u[ENVD_ENTRY_NAMES], g[ENVD_ENTRY_NAMES];
 	int		 nu, ng;
 };
 
