@@ -161,7 +161,7 @@ fb_program(const char *name, char *const **argv)
 	return NULL;
 }
 
-/* In the child lib/spawn.c forks: never returns but for a failure. */
+/* In the child lib/sys/spawn.c forks: never returns but for a failure. */
 int
 execvp(const char *file, char *const argv[])
 {

@@ -1,5 +1,5 @@
 /*
- * fuzzsrv.c: drive lib/http.c over a real unix socket, as a client would.
+ * fuzzsrv.c: drive lib/net/http.c over a real unix socket, as a client would.
  *
  * The client is non-blocking and the loop is turned with EVRUN_NOWAIT
  * between its writes and reads, so client and server share one thread:

@@ -1,5 +1,5 @@
 /*
- * fuzzsrv: the real HTTP server (lib/http.c) on a unix socket in a
+ * fuzzsrv: the real HTTP server (lib/net/http.c) on a unix socket in a
  * temporary directory, and one client that feeds it a fuzzer's bytes.
  *
  * Shared by the fuzz targets that reach lib code through requests.  The
