@@ -215,6 +215,18 @@ codec_time(char out[TIME_MAX], int64_t ms)
 	out[n] = '\0';
 }
 
+int
+codec_hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 void
 codec_hex(char *out, const void *d, size_t n)
 {

@@ -22,6 +22,8 @@ int64_t	codec_mono_ms(void);
 /* RFC 3339 UTC with milliseconds. */
 void	codec_time(char out[TIME_MAX], int64_t ms);
 
+/* The value of hex digit c (either case), or -1. */
+int	codec_hexval(int c);
 /* Lowercase hex of n bytes into out (2n+1 bytes). */
 void	codec_hex(char *out, const void *d, size_t n);
 

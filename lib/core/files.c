@@ -30,7 +30,6 @@ struct files_tmp {
 static struct files_tmp	files_tmps[FILES_TMP_KEPT];
 static int		files_tmp_next;
 
-static int	files_hexval(int);
 static int	files_reopen(const struct files_root *, const char *, int,
 		    const struct stat *);
 
@@ -80,17 +79,6 @@ files_root_close(struct files_root *r)
 	r->fd = -1;
 }
 
-static int
-files_hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
 
 int
 files_decode(const char *s, size_t n, char *out, size_t cap)
@@ -105,8 +93,8 @@ files_decode(const char *s, size_t n, char *out, size_t cap)
 				errno = EINVAL;
 				return -1;
 			}
-			if ((hi = files_hexval(s[i + 1])) == -1 ||
-			    (lo = files_hexval(s[i + 2])) == -1) {
+			if ((hi = codec_hexval(s[i + 1])) == -1 ||
+			    (lo = codec_hexval(s[i + 2])) == -1) {
 				errno = EINVAL;
 				return -1;
 			}

@@ -9,6 +9,7 @@
  * followed by CR LF exactly; a trailer line holds no control byte but
  * HTAB.
  */
+#include "base/codec.h"
 #include "chunked.h"
 
 enum {
@@ -35,17 +36,6 @@ chunked_ctl(unsigned char ch)
 	return (ch < 0x20 && ch != '\t') || ch == 0x7f;
 }
 
-static int
-chunked_hex(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
 
 void
 chunked_init(struct chunked *c, bool head_lf)
@@ -80,7 +70,7 @@ chunked_scan(struct chunked *c, const char *p, size_t n)
 			c->state = ch == '\n' ? CH_SIZE0 : CH_BAD;
 			break;
 		case CH_SIZE0:
-			if ((v = chunked_hex(ch)) == -1)
+			if ((v = codec_hexval(ch)) == -1)
 				c->state = CH_BAD;
 			else {
 				c->left = (uint64_t)v;
@@ -88,7 +78,7 @@ chunked_scan(struct chunked *c, const char *p, size_t n)
 			}
 			break;
 		case CH_SIZE:
-			if ((v = chunked_hex(ch)) != -1) {
+			if ((v = codec_hexval(ch)) != -1) {
 				/* The parser refuses it too: no wrap here. */
 				if (c->left > (UINT64_MAX - 15) / 16)
 					c->state = CH_BAD;

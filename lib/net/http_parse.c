@@ -4,7 +4,6 @@
  * through the server's table (http.h); the request accessors (headers,
  * query) and the Range header.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -496,16 +495,6 @@ http_header(struct http_req *r, const char *name)
 	return NULL;
 }
 
-static int
-http_hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	ch = tolower(ch);
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
-}
 
 /* Percent-decode [s, s+n) into out (size cap), '+' as space. */
 static bool
@@ -518,8 +507,8 @@ http_unescape(const char *s, size_t n, char *out, size_t cap)
 		if (o + 1 >= cap)
 			return false;
 		if (s[i] == '%' && i + 2 < n &&
-		    (hi = http_hexval(s[i + 1])) >= 0 &&
-		    (lo = http_hexval(s[i + 2])) >= 0) {
+		    (hi = codec_hexval(s[i + 1])) >= 0 &&
+		    (lo = codec_hexval(s[i + 2])) >= 0) {
 			out[o++] = (char)(hi << 4 | lo);
 			i += 2;
 		} else if (s[i] == '+')

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/codec.h"
 #include "multipart.h"
 
 static int	mp_emit(struct multipart *, const char *, size_t);
@@ -26,7 +27,6 @@ static int	mp_disposition(struct multipart_part *, const char *);
 static const char *mp_param(const char *, char *, size_t, char *, size_t,
 		    int *);
 static int	mp_unpct(char *, bool);
-static int	mp_hex(int);
 
 static const char mp_bchars[] = "0123456789abcdefghijklmnopqrstuvwxyz"
     "ABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=? ";
@@ -384,17 +384,6 @@ mp_param(const char *s, char *key, size_t kcap, char *val, size_t vcap,
 	return s;
 }
 
-static int
-mp_hex(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* In place: every %XX (all), or only %22 %0D %0A; a NUL is EINVAL. */
 static int
@@ -405,8 +394,8 @@ mp_unpct(char *s, bool all)
 
 	for (; *s != '\0'; s++) {
 		c = (unsigned char)*s;
-		if (c == '%' && (hi = mp_hex(s[1])) != -1 &&
-		    (lo = mp_hex(s[2])) != -1) {
+		if (c == '%' && (hi = codec_hexval(s[1])) != -1 &&
+		    (lo = codec_hexval(s[2])) != -1) {
 			c = hi << 4 | lo;
 			if (all || c == '"' || c == '\r' || c == '\n')
 				s += 2;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/codec.h"
 #include "base/tunables.h"
 #include "shimhead.h"
 
@@ -21,7 +22,6 @@ static bool	shimhead_token_line(const char *, size_t, const char **,
 static bool	shimhead_strip(const char *, size_t, const char *, size_t,
 		    struct buf *, int *);
 static bool	shimhead_websocket(const char *, size_t);
-static int	shimhead_hex(char);
 static bool	shimhead_query_ok(const char *, size_t, const char *, size_t);
 static void	shimhead_query(const char *, size_t, const char *, size_t,
 		    struct buf *, int *, bool *);
@@ -223,17 +223,6 @@ shimhead_websocket(const char *p, size_t n)
 	return false;
 }
 
-static int
-shimhead_hex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /*
  * Whether a query value v[0, n), percent-decoded ('+' a space), is
@@ -256,8 +245,8 @@ shimhead_query_ok(const char *token, size_t token_len, const char *v,
 		else if (v[i] != '%')
 			d[k++] = v[i];
 		else {
-			if (n - i < 3 || (hi = shimhead_hex(v[i + 1])) < 0 ||
-			    (lo = shimhead_hex(v[i + 2])) < 0)
+			if (n - i < 3 || (hi = codec_hexval(v[i + 1])) < 0 ||
+			    (lo = codec_hexval(v[i + 2])) < 0)
 				return false;
 			d[k++] = (char)(hi << 4 | lo);
 			i += 2;
