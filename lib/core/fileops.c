@@ -3,6 +3,7 @@
  * reading and uploading: list, mkdir, delete, move.  See fileops.h.
  */
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 
 #include "base/fsutil.h"
 #include "base/tunables.h"
+#include "sys/spawn.h"
 #include "fileops.h"
 #include "files.h"
 
@@ -264,6 +266,33 @@ fileops_delete(const struct files_root *r, const char *rel, bool recursive)
 	}
 	files_close(fd);
 	return rc;
+}
+
+/*
+ * The child holds only the root's fd; its exit status carries errno (all
+ * below 256).  Its memory and its time are its own: the loop only waits
+ * for SIGCHLD.
+ */
+pid_t
+fileops_delete_spawn(const struct files_root *r, const char *rel)
+{
+	int	keep[1] = { r->fd };
+	pid_t	pid;
+
+	if ((pid = spawn_helper(keep, 1)) != 0)
+		return pid;
+	if (fileops_delete(r, rel, true) == 0)
+		_exit(0);
+	_exit(errno > 0 && errno < 256 ? errno : EIO);
+}
+
+int
+fileops_delete_status(int wstatus)
+{
+	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+		return 0;
+	errno = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : EINTR;
+	return -1;
 }
 
 int

@@ -53,6 +53,14 @@ int	fileops_mkdirs_owned(const struct files_root *, const char *rel,
 int	fileops_delete(const struct files_root *, const char *rel,
 	    bool recursive);
 /*
+ * fileops_delete(rel, recursive) in a helper child (spawn_helper), for a
+ * tree of any size off the caller's loop: its pid (the caller watches
+ * it), or -1 (errno).  fileops_delete_status of its wait status: 0, or
+ * -1 with the errno the delete failed with (EINTR: the child was killed).
+ */
+pid_t	fileops_delete_spawn(const struct files_root *, const char *rel);
+int	fileops_delete_status(int wstatus);
+/*
  * rename(2) of from to to, both under the root, to's directory existing.
  * Without overwrite an existing to is EEXIST (RENAME_NOREPLACE); across
  * file systems EXDEV (nothing is copied).  The root itself: EBUSY.

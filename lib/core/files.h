@@ -41,7 +41,8 @@
  *    link there is replaced, removed or renamed, its target untouched).
  * 5. Disk work is synchronous: reads and writes are the route's per-
  *    callback budget; a listing is bounded by FILES_LIST_MAX; a recursive
- *    delete of a large tree is not bounded (a route may want a child).
+ *    delete of a tree is not bounded, so a route runs it in a child
+ *    (fileops_delete_spawn).
  */
 #ifndef TEND_FILES_H
 #define TEND_FILES_H

@@ -227,29 +227,51 @@ fail:
 	envd_reply_err(c, &e);
 }
 
-/* rm -rf; a path that is not there is removed already (os.RemoveAll). */
+static void
+api_envd_fs_removed(struct http_conn *c, int err, void *arg)
+{
+	struct api_envd_req_path	*p = arg;
+	struct envd_err			 e;
+
+	if (err != 0 && err != ENOENT) {
+		api_envd_req_fail(&e, err, "remove", p->abs);
+		envd_reply_err(c, &e);
+	} else
+		envd_reply(c, cJSON_CreateObject());
+	free(p);
+}
+
+/*
+ * rm -rf; a path that is not there is removed already (os.RemoveAll).
+ * A directory's tree goes in a helper child (api_files_delete_run).
+ */
 static void
 api_envd_fs_remove(struct http_conn *c, struct http_req *r)
 {
 	struct envd_user		 u;
 	struct envd_err			 e;
-	struct api_envd_req_path	 p;
+	struct api_envd_req_path	*p;
 	cJSON				*j;
 
+	if ((p = malloc(sizeof(*p))) == NULL) {
+		envd_err_set(&e, "resource_exhausted", "out of memory");
+		envd_reply_err(c, &e);
+		return;
+	}
 	if ((j = api_envd_req_unary(c, r, &u, &e)) == NULL ||
-	    api_envd_req_field(c, &u, j, "path", &p, &e) == -1) {
+	    api_envd_req_field(c, &u, j, "path", p, &e) == -1) {
 		cJSON_Delete(j);
+		free(p);
 		envd_reply_err(c, &e);
 		return;
 	}
 	cJSON_Delete(j);
-	if (fileops_delete(&api_of(c)->files->root, p.rel, true) == -1 &&
-	    errno != ENOENT) {
-		api_envd_req_fail(&e, errno, "remove", p.abs);
+	if (api_files_delete_run(c, &api_of(c)->files->root, p->rel, true,
+	    api_envd_fs_removed, p) == -1) {
+		api_envd_req_fail(&e, errno, "remove", p->abs);
+		free(p);
 		envd_reply_err(c, &e);
-		return;
 	}
-	envd_reply(c, cJSON_CreateObject());
 }
 
 /* ------------------------------------------------------------------ */
