@@ -198,48 +198,17 @@ fileops_mkdir(const struct files_root *r, const char *rel, bool parents,
 	return rc;
 }
 
-/*
- * One component at a time, each prefix resolved again from the root as
- * fileops_mkdir does; one that mkdir made is chowned through an fd of
- * what was made (never through a link swapped in: O_NOFOLLOW).
- */
 int
 fileops_mkdirs_owned(const struct files_root *r, const char *rel, mode_t mode,
     uid_t uid, gid_t gid)
 {
-	char	 buf[PATH_MAX], *slash;
-	int	 fd, rc;
+	int	fd;
 
 	if (strcmp(rel, ".") == 0)
 		return 0;
-	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf)) {
-		errno = ENAMETOOLONG;
+	if ((fd = files_mkdirs_owned(r, rel, mode, uid, gid)) == -1)
 		return -1;
-	}
-	for (slash = buf; slash != NULL; ) {
-		if ((slash = strchr(slash, '/')) != NULL)
-			*slash = '\0';
-		rc = fileops_mkdir(r, buf, false, mode);
-		if (rc == -1 && errno != EEXIST)
-			return -1;
-		if (rc == 0 && uid != (uid_t)-1) {
-			fd = files_open(r, buf, O_PATH | O_NOFOLLOW |
-			    O_DIRECTORY, 0);
-			if (fd == -1)
-				return -1;
-			rc = fchownat(fd, "", uid, gid, AT_EMPTY_PATH);
-			files_close(fd);
-			if (rc == -1)
-				return -1;
-		}
-		if (slash != NULL)
-			*slash++ = '/';
-	}
-	/* The last one must be a directory (EEXIST said only: a name). */
-	if ((fd = files_open(r, rel, O_PATH | O_DIRECTORY, 0)) == -1)
-		return -1;
-	close(fd);
-	return 0;
+	return close(fd);
 }
 
 

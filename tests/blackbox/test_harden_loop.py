@@ -191,3 +191,83 @@ class TestRecursiveDelete(LoopCase):
         self.assertEqual(self.a.get("/v1/health").status, 200)
         time.sleep(0.5)
         self.assertEqual(self.a.zombies(), [])
+
+
+def multipart(files, boundary="XbOuNdArYx"):
+    """files: (filename, bytes) pairs; the body and its Content-Type."""
+    out = []
+    for name, data in files:
+        out.append(b"--" + boundary.encode() + b"\r\n"
+                   b"Content-Disposition: form-data; name=\"file\"; filename=\"" +
+                   name.encode() + b"\"\r\nContent-Type: application/octet-stream\r\n\r\n" +
+                   data + b"\r\n")
+    out.append(b"--" + boundary.encode() + b"--\r\n")
+    return b"".join(out), "multipart/form-data; boundary=" + boundary
+
+
+class TestMkdirsNearPathMax(LoopCase):
+    """Item 2: mkdir -p walks down once, from each parent's fd."""
+
+    def deep(self, leaf=""):
+        # As deep as "a/a/.../a" goes with the leaf under PATH_MAX.
+        levels = (4096 - 16 - len(self.root) - len(leaf)) // 2
+        self.assertGreater(levels, 1900)
+        return self.p(*(["a"] * levels)), levels
+
+    def check(self, path, levels):
+        fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for _ in range(levels):
+                nfd = os.open("a", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+        finally:
+            os.close(fd)
+
+    def test_post_mkdir_parents(self):
+        path, levels = self.deep()
+        r, pr, _ = self.during(lambda: self.a.post(self.url(path) + "?op=mkdir&parents=1"))
+        self.assertEqual(r.status, 201, r)
+        self.check(path, levels)
+        self.assertLoopFree(pr)
+
+    def test_envd_makedir(self):
+        path, levels = self.deep()
+        r, pr, _ = self.during(lambda: self.rpc("MakeDir", {"path": path}))
+        self.assertEqual(r.status, 200, r)
+        self.check(path, levels)
+        self.assertLoopFree(pr)
+
+    def test_put_makes_parents(self):
+        path, levels = self.deep("/f")
+        r, pr, _ = self.during(lambda: self.a.request("PUT", self.url(path + "/f"), body=b"x"))
+        self.assertEqual(r.status, 201, r)
+        self.check(path, levels)
+        self.assertLoopFree(pr)
+
+    def test_envd_upload_makes_parents(self):
+        path, levels = self.deep("/f")
+        body, ct = multipart([(path + "/f", b"x")])
+        r, pr, _ = self.during(lambda: self.a.request("POST", "/files", body=body,
+                                                      headers={"Content-Type": ct}))
+        self.assertEqual(r.status, 200, r)
+        self.check(path, levels)
+        self.assertLoopFree(pr)
+
+    def test_links_and_files_on_the_way(self):
+        os.makedirs(self.p("real"))
+        os.symlink("real", self.p("ln"))
+        os.symlink(self.top, self.p("out"))
+        with open(self.p("file"), "w"):
+            pass
+        r = self.a.post(self.url(self.p("ln", "x", "y")) + "?op=mkdir&parents=1")
+        self.assertEqual(r.status, 201, r)
+        self.assertTrue(os.path.isdir(self.p("real", "x", "y")))
+        r = self.a.post(self.url(self.p("out", "x")) + "?op=mkdir&parents=1")
+        self.assertError(r, 403)
+        self.assertFalse(os.path.exists(os.path.join(self.top, "x")))
+        r = self.a.post(self.url(self.p("file", "x")) + "?op=mkdir&parents=1")
+        self.assertEqual(r.status // 100, 4, r)
+        r = self.rpc("MakeDir", {"path": self.p("ln", "m", "n")})
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(os.path.isdir(self.p("real", "m", "n")))

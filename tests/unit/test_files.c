@@ -971,6 +971,42 @@ START_TEST(mkdir_delete_move_without_openat2)
 }
 END_TEST
 
+/*
+ * mkdir -p walks down from each parent's fd (links on the way followed,
+ * confined); a recursive delete in its child says how it ended.
+ */
+START_TEST(mkdirs_walk_and_delete_child)
+{
+	struct stat	st;
+	pid_t		pid;
+	int		wstatus, fd;
+
+	ck_assert_int_eq(symlinkat("../outside", base, "root/out"), 0);
+	errno = 0;
+	ck_assert_int_eq(fileops_mkdir(&root, "out/x/y", true, 0755), -1);
+	ck_assert_int_eq(errno, ELOOP);
+	ck_assert(!tu_exists(base, "outside/x"));
+	fd = files_mkdirs_owned(&root, "w/x/y", 0755, getuid(), getgid());
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	close(fd);
+	ck_assert(tu_exists(base, "root/w/x/y"));
+
+	tu_put(base, "root/w/x/f", "1");
+	ck_assert_int_gt(pid = fileops_delete_spawn(&root, "w"), 0);
+	ck_assert_int_eq(waitpid(pid, &wstatus, 0), pid);
+	ck_assert_int_eq(fileops_delete_status(wstatus), 0);
+	ck_assert(!tu_exists(base, "root/w"));
+	ck_assert_int_gt(pid = fileops_delete_spawn(&root, "w"), 0);
+	ck_assert_int_eq(waitpid(pid, &wstatus, 0), pid);
+	errno = 0;
+	ck_assert_int_eq(fileops_delete_status(wstatus), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert(tu_exists(base, "outside"));
+}
+END_TEST
+
 START_TEST(move_across_file_systems)
 {
 	if (!small_fs("other")) {
@@ -1030,6 +1066,7 @@ files_suite(void)
 	tcase_add_test(tc, mkdir_delete_move);
 	tcase_add_test(tc, mkdir_delete_move_without_openat2);
 	tcase_add_test(tc, move_across_file_systems);
+	tcase_add_test(tc, mkdirs_walk_and_delete_child);
 	suite_add_tcase(s, tc);
 	return s;
 }
