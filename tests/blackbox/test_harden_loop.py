@@ -23,7 +23,7 @@ import urllib.parse
 from harness import AgentTestCase, scaled
 
 FS = "/filesystem.Filesystem/"
-LOOP_P99 = 0.1          # the issue's 50 ms, with a margin
+LOOP_P99 = 0.15         # the issue's 50 ms, with a margin for a loaded box
 LOOP_WORST = 0.3        # the slowest probe (the old code: a second and more)
 
 
@@ -93,12 +93,13 @@ class Probe:
 
 class LoopCase(AgentTestCase):
     root_dir = None     # None: a temp dir of the test's own
+    on_disk = False     # the temp dir on the disk, not a tmpfs
 
     def setUp(self):
         super().setUp()
         # tmpfs where there is one: the disk's own latency (rm -rf of the
         # chain can take seconds there) is not what these tests measure.
-        where = "/dev/shm" if os.path.isdir("/dev/shm") else "/var/tmp"
+        where = "/dev/shm" if os.path.isdir("/dev/shm") and not self.on_disk else "/var/tmp"
         self.top = tempfile.mkdtemp(prefix="tend-loop-", dir=where)
         self.addCleanup(rm_rf, self.top)
         self.root = os.path.join(self.top, "root")
@@ -271,3 +272,38 @@ class TestMkdirsNearPathMax(LoopCase):
         r = self.rpc("MakeDir", {"path": self.p("ln", "m", "n")})
         self.assertEqual(r.status, 200, r)
         self.assertTrue(os.path.isdir(self.p("real", "m", "n")))
+
+
+class TestMultipartParts(LoopCase):
+    """Item 3: a multipart upload yields between parts, a budget a turn.
+    On the disk: each part's file is fsynced, which is most of its cost."""
+    PARTS = 1000        # MULTIPART_PARTS_MAX
+    on_disk = True
+
+    def test_many_small_parts(self):
+        files = [(self.p("up", "f%04d" % i), b"%d\n" % i) for i in range(self.PARTS)]
+        body, ct = multipart(files)
+        os.mkdir(self.p("up"))
+        r, pr, _ = self.during(lambda: self.a.request("POST", "/files", body=body,
+                                                      headers={"Content-Type": ct},
+                                                      timeout=120))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(len(r.json), self.PARTS)
+        self.assertEqual(sorted(os.listdir(self.p("up"))), ["f%04d" % i for i in range(self.PARTS)])
+        with open(self.p("up", "f0999"), "rb") as f:
+            self.assertEqual(f.read(), b"999\n")
+        self.assertLoopFree(pr)
+
+    def test_many_small_parts_gzip(self):
+        import gzip
+        files = [(self.p("up", "g%04d" % i), b"%d\n" % i) for i in range(self.PARTS)]
+        body, ct = multipart(files)
+        os.mkdir(self.p("up"))
+        z = gzip.compress(body)
+        r, pr, _ = self.during(lambda: self.a.request(
+            "POST", "/files", body=z, headers={"Content-Type": ct, "Content-Encoding": "gzip"},
+            timeout=120))
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(len(r.json), self.PARTS)
+        self.assertEqual(len(os.listdir(self.p("up"))), self.PARTS)
+        self.assertLoopFree(pr)
