@@ -98,6 +98,7 @@
 #define FILES_WALK_DEPTH	256		/* directories held by the openat2-less walk */
 #define FILES_LIST_MAX		10000		/* entries in one listing */
 #define FILES_LIST_DEPTH_MAX	32		/* ?depth= */
+#define FILES_LIST_TURN		256		/* entries envd's ListDir walks per loop turn */
 #define FILES_TMP_TRIES		16		/* names tried for a PUT's temp file */
 #define FILES_PUT_FLUSH		(16 * 1024 * 1024)	/* an upload made stable every this many bytes */
 #define FILES_PUT_BEHIND	(4 * FILES_PUT_FLUSH)	/* not stable yet: the loop flushes */

@@ -10,7 +10,10 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <limits.h>
 #include <stdbool.h>
+
+#include "base/tunables.h"
 
 #include "files.h"
 
@@ -31,6 +34,36 @@ typedef int	(*fileops_list_fn)(void *arg, const char *name,
  */
 int	fileops_list(const struct files_root *, const char *rel, int depth,
 	    fileops_list_fn fn, void *arg, bool *truncated);
+
+/*
+ * fileops_list in shares, for a caller that answers from a loop: the
+ * walk's state (at most FILES_LIST_DEPTH_MAX directories open, each
+ * with its sorted names), one walk a struct.  fileops_walk_open as
+ * fileops_list begins (-1 with errno, nothing held); fileops_walk_step
+ * gives at most budget more entries to fn: 1 when there are more, 0 when
+ * the walk is over (truncated says as fileops_list's *truncated does),
+ * -1 (errno) for a failure; fileops_walk_close lets go of what is held,
+ * after any of them.
+ */
+struct fileops_level {
+	void		 *d;		/* DIR * */
+	char		**names;
+	size_t		  n, i;		/* names, the next one */
+	size_t		  plen;		/* of the prefix in path */
+	int		  depth;	/* levels listed from here */
+};
+struct fileops_walk {
+	int			 nlev;
+	int			 count;		/* entries given */
+	bool			 truncated;
+	struct fileops_level	 lev[FILES_LIST_DEPTH_MAX];
+	char			 path[PATH_MAX];	/* the entry's name */
+};
+int	fileops_walk_open(struct fileops_walk *, const struct files_root *,
+	    const char *rel, int depth);
+int	fileops_walk_step(struct fileops_walk *, int budget,
+	    fileops_list_fn fn, void *arg);
+void	fileops_walk_close(struct fileops_walk *);
 
 /*
  * mkdir of rel (mode less the umask).  parents: missing parents made,

@@ -307,3 +307,23 @@ class TestMultipartParts(LoopCase):
         self.assertEqual(len(r.json), self.PARTS)
         self.assertEqual(len(os.listdir(self.p("up"))), self.PARTS)
         self.assertLoopFree(pr)
+
+
+class TestListDirBudget(LoopCase):
+    """Item 4: ListDir / at depth 32, the files root at /, walks in
+    budgeted shares before it answers resource_exhausted."""
+    root_dir = "/"
+
+    def test_listdir_root_deep(self):
+        r, pr, _ = self.during(lambda: self.rpc("ListDir", {"path": "/", "depth": 32}))
+        self.assertEqual(r.status, 429, r)      # resource_exhausted
+        self.assertEqual(r.json["code"], "resource_exhausted", r.json)
+        self.assertLoopFree(pr)
+
+    def test_listdir_small_tree_whole(self):
+        os.makedirs(self.p("l", "a", "b"))
+        with open(self.p("l", "a", "f"), "w"):
+            pass
+        r = self.rpc("ListDir", {"path": self.p("l"), "depth": 32})
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual([e["name"] for e in r.json["entries"]], ["a", "b", "f"])
