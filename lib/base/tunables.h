@@ -226,8 +226,8 @@
 #define MULTIPART_BOUNDARY_MAX	70	/* RFC 2046 */
 #define MULTIPART_HEAD_MAX	(8 * 1024)	/* of one part's headers */
 #define MULTIPART_PARTS_MAX	1000	/* parts of one upload */
-#define MULTIPART_PARTS_TURN	4	/* parts one upload begins per loop turn */
-#define MULTIPART_SLICE		512	/* bytes fed to the parser at a time */
+#define MULTIPART_PARTS_TURN	2	/* parts one upload begins per loop turn */
+#define MULTIPART_SLICE		256	/* bytes fed to the parser at a time */
 #define EFS_NAMES_CACHED	8	/* owner and group names per reply */
 
 #endif

@@ -12,6 +12,7 @@ ones.  The sizes are the issue's (a 12,000-deep chain, 2,000 levels,
 1,000 parts) so that the loop held by the old code is well above both.
 TEND_SLOW=1 (sanitizer builds) stretches the bounds.
 """
+import gzip
 import json
 import os
 import subprocess
@@ -280,33 +281,37 @@ class TestMultipartParts(LoopCase):
     PARTS = 1000        # MULTIPART_PARTS_MAX
     on_disk = True
 
-    def test_many_small_parts(self):
-        files = [(self.p("up", "f%04d" % i), b"%d\n" % i) for i in range(self.PARTS)]
-        body, ct = multipart(files)
-        os.mkdir(self.p("up"))
-        r, pr, _ = self.during(lambda: self.a.request("POST", "/files", body=body,
-                                                      headers={"Content-Type": ct},
-                                                      timeout=120))
-        self.assertEqual(r.status, 200, r)
-        self.assertEqual(len(r.json), self.PARTS)
-        self.assertEqual(sorted(os.listdir(self.p("up"))), ["f%04d" % i for i in range(self.PARTS)])
-        with open(self.p("up", "f0999"), "rb") as f:
-            self.assertEqual(f.read(), b"999\n")
+    def upload_rounds(self, prefix, gz):
+        """The upload, in a fresh directory, at most twice: a loop held by
+        the upload is slow in every round, while one fsync kept waiting
+        by other writers of a busy disk (it holds the loop, as every
+        commit's fsync does) is not: a second round decides."""
+        for attempt in range(2):
+            d = "%s%d" % (prefix, attempt)
+            os.mkdir(self.p(d))
+            files = [(self.p(d, "f%04d" % i), b"%d\n" % i) for i in range(self.PARTS)]
+            body, ct = multipart(files)
+            headers = {"Content-Type": ct}
+            if gz:
+                body = gzip.compress(body)
+                headers["Content-Encoding"] = "gzip"
+            r, pr, _ = self.during(lambda: self.a.request("POST", "/files", body=body,
+                                                          headers=headers, timeout=120))
+            self.assertEqual(r.status, 200, r)
+            self.assertEqual(len(r.json), self.PARTS)
+            self.assertEqual(sorted(os.listdir(self.p(d))),
+                             ["f%04d" % i for i in range(self.PARTS)])
+            with open(self.p(d, "f0999"), "rb") as f:
+                self.assertEqual(f.read(), b"999\n")
+            if (pr.p99() <= scaled(LOOP_P99) and pr.worst() <= scaled(LOOP_WORST)) or attempt:
+                break
         self.assertLoopFree(pr)
 
+    def test_many_small_parts(self):
+        self.upload_rounds("up", False)
+
     def test_many_small_parts_gzip(self):
-        import gzip
-        files = [(self.p("up", "g%04d" % i), b"%d\n" % i) for i in range(self.PARTS)]
-        body, ct = multipart(files)
-        os.mkdir(self.p("up"))
-        z = gzip.compress(body)
-        r, pr, _ = self.during(lambda: self.a.request(
-            "POST", "/files", body=z, headers={"Content-Type": ct, "Content-Encoding": "gzip"},
-            timeout=120))
-        self.assertEqual(r.status, 200, r)
-        self.assertEqual(len(r.json), self.PARTS)
-        self.assertEqual(len(os.listdir(self.p("up"))), self.PARTS)
-        self.assertLoopFree(pr)
+        self.upload_rounds("gz", True)
 
 
 class TestListDirBudget(LoopCase):
