@@ -98,7 +98,7 @@ DEPS_api_envd_req	:= api api_errno connect envd fileops files fsutil
 DEPS_api_envd_entry	:= api api_envd_req codec envd files user
 DEPS_api_envd_watch	:= api api_envd_entry api_envd_req connect envd files http log watch
 DEPS_api_envd_files	:= api api_envd_req api_errno api_files buf connect envd files http multipart upload
-DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watch connect envd fileops files
+DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watch api_files connect envd fileops files http
 # A module written in several files, one noun each, that call one another
 # (they share a private header): its other files, which link and are
 # counted with it.
