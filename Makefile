@@ -58,7 +58,7 @@ DEPS_ws		:= buf codec
 DEPS_logstore	:= codec
 DEPS_files	:= codec fsutil
 DEPS_upload	:= child files fsutil spawn
-DEPS_fileops	:= files fsutil
+DEPS_fileops	:= files fsutil spawn
 DEPS_spawn	:= fsutil user
 DEPS_tar	:= fsutil spawn
 DEPS_http	:= buf chunked codec log
@@ -89,7 +89,7 @@ DEPS_api_term_ws	:= api api_term_src buf follow http term ws wsconn
 DEPS_api_term_sse	:= api api_output api_term_src buf codec follow http term
 DEPS_api_pty	:= api api_sandbox api_session api_term_src api_term_ws http record term
 DEPS_api_errno	:=
-DEPS_api_files	:= api api_errno buf codec fileops files fsutil http jsonstr log upload
+DEPS_api_files	:= api api_errno buf child codec fileops files fsutil http jsonstr log upload
 DEPS_api_tar	:= api api_errno api_files buf child codec fileops files http log tar
 DEPS_child	:=
 DEPS_api_session	:= api api_bridge api_files boot http
@@ -104,7 +104,7 @@ DEPS_api_envd_req	:= api api_errno connect envd fileops files fsutil
 DEPS_api_envd_entry	:= api api_envd_req codec envd files jsonstr user
 DEPS_api_envd_watch	:= api api_envd_entry api_envd_req connect envd files http jsonstr log watch
 DEPS_api_envd_files	:= api api_envd_req api_errno api_files buf connect envd files http jsonstr multipart upload
-DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watch connect envd fileops files
+DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watch api_files connect envd fileops files http
 # A module written in several files, one noun each, that call one another
 # (they share a private header): its other files, which link and are
 # counted with it.

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,7 @@
 #include "base/util.h"
 #include "core/fileops.h"
 #include "core/upload.h"
+#include "sys/child.h"
 
 enum api_files_kind {
 	API_FILES_GET,		/* a file's bytes to the client */
@@ -725,23 +727,112 @@ out:
 /* ------------------------------------------------------------------ */
 /* DELETE and POST */
 
+/* A recursive delete in its helper child, owned by the connection. */
+struct api_files_rm {
+	struct http_conn	*c;
+	pid_t			 pid;
+	api_files_done_fn	 done;
+	void			*arg;
+};
+
+static void
+api_files_rm_closed(struct http_conn *c, void *owner)
+{
+	struct api_files_rm	*x = owner;
+
+	(void)c;
+	(void)kill(x->pid, SIGKILL);
+	child_unwatch(x->pid);
+	log_info("event=delete_killed pid=%d", (int)x->pid);
+	free(x->arg);
+	free(x);
+}
+
+static void
+api_files_rm_exited(pid_t pid, int wstatus, void *arg)
+{
+	struct api_files_rm	*x = arg;
+	int			 err = 0;
+
+	(void)pid;
+	if (fileops_delete_status(wstatus) == -1)
+		err = errno;
+	http_conn_own(x->c, NULL, NULL, NULL);
+	x->done(x->c, err, x->arg);
+	free(x);
+}
+
+int
+api_files_delete_run(struct http_conn *c, const struct files_root *root,
+    const char *rel, bool recursive, api_files_done_fn done, void *arg)
+{
+	struct api_files_rm	*x;
+	struct stat		 st;
+	int			 err = 0;
+
+	/* Only a directory's tree can take long: the rest is one call. */
+	if (!recursive || files_stat(root, rel, false, &st) == -1 ||
+	    !S_ISDIR(st.st_mode)) {
+		if (fileops_delete(root, rel, recursive) == -1)
+			err = errno;
+		done(c, err, arg);
+		return 0;
+	}
+	if ((x = calloc(1, sizeof(*x))) == NULL)
+		return -1;
+	x->c = c;
+	x->done = done;
+	x->arg = arg;
+	if ((x->pid = fileops_delete_spawn(root, rel)) == -1) {
+		free(x);
+		return -1;
+	}
+	if (child_watch(x->pid, api_files_rm_exited, x) == -1) {
+		err = errno;
+		(void)kill(x->pid, SIGKILL);	/* reaped as an orphan */
+		free(x);
+		errno = err;
+		return -1;
+	}
+	http_conn_own(c, x, NULL, api_files_rm_closed);
+	return 0;
+}
+
+static void
+api_files_delete_done(struct http_conn *c, int err, void *arg)
+{
+	struct api_files_req	*q = arg;
+
+	if (err != 0)
+		api_files_fail(c, q, err, "delete");
+	else
+		http_reply(c, 204, NULL, NULL, 0);
+	free(q);
+}
+
 static void
 api_files_delete(struct http_conn *c, struct http_req *r)
 {
-	struct api_files_req	q;
-	int			recursive;
+	struct api_files_req	*q;
+	int			 recursive;
 
-	if (api_files_req_init(c, r, api_files_bridge(r), false, &q) == -1)
+	if ((q = malloc(sizeof(*q))) == NULL) {
+		http_reply_error(c, 500, "internal", "out of memory");
 		return;
+	}
+	if (api_files_req_init(c, r, api_files_bridge(r), false, q) == -1)
+		goto out;
 	if ((recursive = http_query_bool(r, "recursive", 0)) == -1) {
 		api_files_invalid(c, "recursive", "must be 1, true, 0 or "
 		    "false");
-		return;
+		goto out;
 	}
-	if (fileops_delete(q.root, q.rel, recursive) == -1)
-		api_files_fail(c, &q, errno, "delete");
-	else
-		http_reply(c, 204, NULL, NULL, 0);
+	if (api_files_delete_run(c, q->root, q->rel, recursive,
+	    api_files_delete_done, q) == 0)
+		return;
+	api_files_fail(c, q, errno, "delete");
+out:
+	free(q);
 }
 
 /* ?op=move&to=/dst[&overwrite=1]: to is in the same namespace. */

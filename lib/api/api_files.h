@@ -105,6 +105,20 @@ struct cJSON *api_files_entry(const char *name, const struct stat *,
 int	api_files_list(const struct files_root *, const char *rel, int depth,
 	    struct cJSON *arr, bool *truncated);
 
+/*
+ * fileops_delete(rel, recursive) for c: a recursive delete of a
+ * directory runs in a helper child (fileops_delete_spawn) and done is
+ * called from the loop when it ends, any other delete at once; done gets
+ * 0 or the errno, and arg (the caller's, freed by it in done).  The
+ * connection owns the child meanwhile: a client gone first kills it (the
+ * delete stops part way, as an interrupted rm -r) and done is not called
+ * (arg is freed).  -1 (errno): not started, done not called.
+ */
+typedef void	(*api_files_done_fn)(struct http_conn *, int err, void *arg);
+int	api_files_delete_run(struct http_conn *, const struct files_root *,
+	    const char *rel, bool recursive, api_files_done_fn done,
+	    void *arg);
+
 /* tend's routes on the files root; the bridge's on the workspace. */
 extern const struct http_route api_files_routes[];
 extern const struct http_route api_files_bridge_routes[];

@@ -109,6 +109,7 @@
 #define FILES_WALK_DEPTH	256		/* directories held by the openat2-less walk */
 #define FILES_LIST_MAX		10000		/* entries in one listing */
 #define FILES_LIST_DEPTH_MAX	32		/* ?depth= */
+#define FILES_LIST_TURN		256		/* entries envd's ListDir walks per loop turn */
 #define FILES_TMP_TRIES		16		/* names tried for a PUT's temp file */
 #define FILES_PUT_FLUSH		(16 * 1024 * 1024)	/* an upload made stable every this many bytes */
 #define FILES_PUT_BEHIND	(4 * FILES_PUT_FLUSH)	/* not stable yet: the loop flushes */
@@ -242,6 +243,8 @@
 #define MULTIPART_BOUNDARY_MAX	70	/* RFC 2046 */
 #define MULTIPART_HEAD_MAX	(8 * 1024)	/* of one part's headers */
 #define MULTIPART_PARTS_MAX	1000	/* parts of one upload */
+#define MULTIPART_PARTS_TURN	2	/* parts one upload begins per loop turn */
+#define MULTIPART_SLICE		256	/* bytes fed to the parser at a time */
 #define ENVD_ENTRY_NAMES	8	/* owner and group names per reply */
 
 #endif

@@ -3,6 +3,7 @@
  * reading and uploading: list, mkdir, delete, move.  See fileops.h.
  */
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -15,22 +16,16 @@
 
 #include "base/fsutil.h"
 #include "base/tunables.h"
+#include "sys/spawn.h"
 #include "fileops.h"
 #include "files.h"
 
-struct fileops_lister {
-	fileops_list_fn	 fn;
-	void		*arg;
-	int		 count;
-	bool		 truncated;
-};
-
 static int	fileops_name_cmp(const void *, const void *);
 static int	fileops_names(DIR *, size_t, char ***, size_t *);
-static int	fileops_list_dir(struct fileops_lister *, int, const char *,
-		    int);
-static int	fileops_list_one(struct fileops_lister *, int, const char *,
-		    const char *, int);
+static int	fileops_walk_push(struct fileops_walk *, int, size_t, int);
+static void	fileops_walk_pop(struct fileops_walk *);
+static int	fileops_walk_one(struct fileops_walk *, const char *,
+		    fileops_list_fn, void *);
 
 /* ------------------------------------------------------------------ */
 /* Listing */
@@ -81,92 +76,150 @@ fail:
 	return -1;
 }
 
-/* One entry of dfd, and below it when it is a directory and depth > 1. */
+/*
+ * A level of the walk: dfd (ours to close), its names at path's first
+ * plen bytes, depth levels listed from it.  One more name than fits is
+ * read: there were more entries than shown.
+ */
 static int
-fileops_list_one(struct fileops_lister *l, int dfd, const char *prefix,
-    const char *name, int depth)
+fileops_walk_push(struct fileops_walk *w, int dfd, size_t plen, int depth)
 {
-	struct stat	 st;
-	char		 path[PATH_MAX], target[PATH_MAX];
-	ssize_t		 n = -1;
-	int		 sub;
+	struct fileops_level	*lev = &w->lev[w->nlev];
+	int			 saved;
 
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1)
-		return 0;			/* gone since readdir */
-	if (snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "",
-	    name) >= (int)sizeof(path))
-		return 0;
-	if (S_ISLNK(st.st_mode) &&
-	    (n = readlinkat(dfd, name, target, sizeof(target) - 1)) >= 0)
-		target[n] = '\0';
-	if (l->fn(l->arg, path, &st, n >= 0 ? target : NULL) == -1)
-		return -1;
-	l->count++;
-	if (!S_ISDIR(st.st_mode) || depth <= 1)
-		return 0;
-	/* O_NOFOLLOW: a link swapped in for the directory is not entered. */
-	sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (sub == -1)
-		return 0;			/* listed, not entered */
-	return fileops_list_dir(l, sub, path, depth - 1);
-}
-
-/* The entries of dfd (ours to close), names prefixed with prefix. */
-static int
-fileops_list_dir(struct fileops_lister *l, int dfd, const char *prefix,
-    int depth)
-{
-	DIR	*d;
-	char	**names;
-	size_t	 n = 0, i;
-	int	 rc = 0, saved;
-
-	if ((d = fdopendir(dfd)) == NULL) {
+	memset(lev, 0, sizeof(*lev));
+	if ((lev->d = fdopendir(dfd)) == NULL) {
 		saved = errno;
 		close(dfd);
 		errno = saved;
 		return -1;
 	}
-	/* One more than fits: there were more entries than shown. */
-	if (fileops_names(d, FILES_LIST_MAX - l->count + 1, &names, &n) == -1) {
+	if (fileops_names(lev->d, FILES_LIST_MAX - w->count + 1, &lev->names,
+	    &lev->n) == -1) {
 		saved = errno;
-		closedir(d);
+		closedir(lev->d);
 		errno = saved;
 		return -1;
 	}
-	for (i = 0; i < n && rc == 0; i++) {
-		if (l->count >= FILES_LIST_MAX) {
-			l->truncated = true;
-			break;
-		}
-		rc = fileops_list_one(l, dirfd(d), prefix, names[i], depth);
-	}
-	saved = errno;
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(d);
+	lev->plen = plen;
+	lev->depth = depth;
+	w->nlev++;
+	return 0;
+}
+
+static void
+fileops_walk_pop(struct fileops_walk *w)
+{
+	struct fileops_level	*lev = &w->lev[--w->nlev];
+	int			 saved = errno;
+
+	while (lev->n > 0)
+		free(lev->names[--lev->n]);
+	free(lev->names);
+	closedir(lev->d);
 	errno = saved;
-	return rc;
+}
+
+/*
+ * One entry of the innermost level, given to fn, and the level below it
+ * pushed when it is a directory and the depth goes on.
+ */
+static int
+fileops_walk_one(struct fileops_walk *w, const char *name, fileops_list_fn fn,
+    void *arg)
+{
+	struct fileops_level	*lev = &w->lev[w->nlev - 1];
+	struct stat		 st;
+	char			 target[PATH_MAX];
+	ssize_t			 n = -1;
+	size_t			 plen = lev->plen;
+	int			 sub, len;
+
+	if (fstatat(dirfd(lev->d), name, &st, AT_SYMLINK_NOFOLLOW) == -1)
+		return 0;			/* gone since readdir */
+	len = snprintf(w->path + plen, sizeof(w->path) - plen, "%s%s",
+	    plen > 0 ? "/" : "", name);
+	if (len < 0 || (size_t)len >= sizeof(w->path) - plen)
+		return 0;
+	if (S_ISLNK(st.st_mode) &&
+	    (n = readlinkat(dirfd(lev->d), name, target, sizeof(target) - 1)) >=
+	    0)
+		target[n] = '\0';
+	if (fn(arg, w->path, &st, n >= 0 ? target : NULL) == -1)
+		return -1;
+	w->count++;
+	if (!S_ISDIR(st.st_mode) || lev->depth <= 1)
+		return 0;
+	/* O_NOFOLLOW: a link swapped in for the directory is not entered. */
+	sub = openat(dirfd(lev->d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (sub == -1)
+		return 0;			/* listed, not entered */
+	return fileops_walk_push(w, sub, plen + (size_t)len, lev->depth - 1);
 }
 
 int
-fileops_list(const struct files_root *r, const char *rel, int depth,
-    fileops_list_fn fn, void *arg, bool *truncated)
+fileops_walk_open(struct fileops_walk *w, const struct files_root *r,
+    const char *rel, int depth)
 {
-	struct fileops_lister	l = { fn, arg, 0, false };
-	int			fd;
+	int	fd;
 
+	memset(w, 0, sizeof(*w));
 	if (depth < 1 || depth > FILES_LIST_DEPTH_MAX) {
 		errno = EINVAL;
 		return -1;
 	}
 	if ((fd = files_open(r, rel, O_RDONLY | O_DIRECTORY, 0)) == -1)
 		return -1;
-	if (fileops_list_dir(&l, fd, "", depth) == -1)
-		return -1;
-	*truncated = l.truncated;
+	return fileops_walk_push(w, fd, 0, depth);
+}
+
+int
+fileops_walk_step(struct fileops_walk *w, int budget, fileops_list_fn fn,
+    void *arg)
+{
+	struct fileops_level	*lev;
+
+	while (w->nlev > 0) {
+		lev = &w->lev[w->nlev - 1];
+		if (lev->i < lev->n && w->count >= FILES_LIST_MAX)
+			w->truncated = true;
+		if (lev->i == lev->n || w->truncated) {
+			fileops_walk_pop(w);
+			continue;
+		}
+		if (budget-- <= 0)
+			return 1;
+		if (fileops_walk_one(w, lev->names[lev->i++], fn, arg) == -1)
+			return -1;
+	}
 	return 0;
+}
+
+void
+fileops_walk_close(struct fileops_walk *w)
+{
+	while (w->nlev > 0)
+		fileops_walk_pop(w);
+}
+
+int
+fileops_list(const struct files_root *r, const char *rel, int depth,
+    fileops_list_fn fn, void *arg, bool *truncated)
+{
+	struct fileops_walk	*w;
+	int			 rc, saved;
+
+	if ((w = malloc(sizeof(*w))) == NULL)
+		return -1;
+	if ((rc = fileops_walk_open(w, r, rel, depth)) == 0)
+		rc = fileops_walk_step(w, INT_MAX, fn, arg);
+	saved = errno;
+	*truncated = w->truncated;
+	fileops_walk_close(w);
+	free(w);
+	errno = saved;
+	return rc;
 }
 
 
@@ -196,48 +249,17 @@ fileops_mkdir(const struct files_root *r, const char *rel, bool parents,
 	return rc;
 }
 
-/*
- * One component at a time, each prefix resolved again from the root as
- * fileops_mkdir does; one that mkdir made is chowned through an fd of
- * what was made (never through a link swapped in: O_NOFOLLOW).
- */
 int
 fileops_mkdirs_owned(const struct files_root *r, const char *rel, mode_t mode,
     uid_t uid, gid_t gid)
 {
-	char	 buf[PATH_MAX], *slash;
-	int	 fd, rc;
+	int	fd;
 
 	if (strcmp(rel, ".") == 0)
 		return 0;
-	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf)) {
-		errno = ENAMETOOLONG;
+	if ((fd = files_mkdirs_owned(r, rel, mode, uid, gid)) == -1)
 		return -1;
-	}
-	for (slash = buf; slash != NULL; ) {
-		if ((slash = strchr(slash, '/')) != NULL)
-			*slash = '\0';
-		rc = fileops_mkdir(r, buf, false, mode);
-		if (rc == -1 && errno != EEXIST)
-			return -1;
-		if (rc == 0 && uid != (uid_t)-1) {
-			fd = files_open(r, buf, O_PATH | O_NOFOLLOW |
-			    O_DIRECTORY, 0);
-			if (fd == -1)
-				return -1;
-			rc = fchownat(fd, "", uid, gid, AT_EMPTY_PATH);
-			files_close(fd);
-			if (rc == -1)
-				return -1;
-		}
-		if (slash != NULL)
-			*slash++ = '/';
-	}
-	/* The last one must be a directory (EEXIST said only: a name). */
-	if ((fd = files_open(r, rel, O_PATH | O_DIRECTORY, 0)) == -1)
-		return -1;
-	close(fd);
-	return 0;
+	return close(fd);
 }
 
 
@@ -264,6 +286,33 @@ fileops_delete(const struct files_root *r, const char *rel, bool recursive)
 	}
 	files_close(fd);
 	return rc;
+}
+
+/*
+ * The child holds only the root's fd; its exit status carries errno (all
+ * below 256).  Its memory and its time are its own: the loop only waits
+ * for SIGCHLD.
+ */
+pid_t
+fileops_delete_spawn(const struct files_root *r, const char *rel)
+{
+	int	keep[1] = { r->fd };
+	pid_t	pid;
+
+	if ((pid = spawn_helper(keep, 1)) != 0)
+		return pid;
+	if (fileops_delete(r, rel, true) == 0)
+		_exit(0);
+	_exit(errno > 0 && errno < 256 ? errno : EIO);
+}
+
+int
+fileops_delete_status(int wstatus)
+{
+	if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
+		return 0;
+	errno = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : EINTR;
+	return -1;
 }
 
 int

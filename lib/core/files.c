@@ -337,13 +337,21 @@ files_open_read(const struct files_root *r, const char *rel,
 }
 
 /*
- * A link on the way is followed as any lookup follows it, confined.
+ * Walked down once from the root, each component opened from its
+ * parent's fd: one name, never "..", no link followed (O_NOFOLLOW), so
+ * the step stays beneath the root and costs the same at any depth.  A
+ * link (ELOOP) or a non-directory (ENOTDIR) on the way sends that prefix
+ * to the resolver from the root, which follows a link as any lookup
+ * does, confined, or says what is wrong.
  */
 int
-files_mkdirs(const struct files_root *r, const char *rel, mode_t mode)
+files_mkdirs_owned(const struct files_root *r, const char *rel, mode_t mode,
+    uid_t uid, gid_t gid)
 {
-	char	 buf[PATH_MAX], *comp, *slash;
-	int	 fd, prev;
+	const int	 dflags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+	char		 buf[PATH_MAX], *comp, *slash;
+	bool		 made;
+	int		 fd, prev;
 
 	fd = files_open(r, rel, O_RDONLY | O_DIRECTORY, 0);
 	if (fd != -1 || errno != ENOENT)
@@ -357,16 +365,34 @@ files_mkdirs(const struct files_root *r, const char *rel, mode_t mode)
 	for (comp = buf; ; comp = slash + 1) {
 		if ((slash = strchr(comp, '/')) != NULL)
 			*slash = '\0';
-		fd = files_open(r, buf, O_RDONLY | O_DIRECTORY, 0);
-		if (fd == -1 && errno == ENOENT &&
-		    (mkdirat(prev, comp, mode) == 0 || errno == EEXIST))
+		made = false;
+		fd = openat(prev, comp, dflags | O_NOFOLLOW);
+		if (fd == -1 && errno == ENOENT) {
+			if (mkdirat(prev, comp, mode) == 0)
+				made = true;
+			if (made || errno == EEXIST)
+				fd = openat(prev, comp, dflags | O_NOFOLLOW);
+		}
+		/* One that mkdir made is chowned only as what was made. */
+		if (fd == -1 && !made && (errno == ELOOP || errno == ENOTDIR))
 			fd = files_open(r, buf, O_RDONLY | O_DIRECTORY, 0);
+		if (fd != -1 && made && uid != (uid_t)-1 &&
+		    fchown(fd, uid, gid) == -1) {
+			files_close(fd);
+			fd = -1;
+		}
 		files_close(prev);
 		if (fd == -1 || slash == NULL)
 			return fd;
 		*slash = '/';
 		prev = fd;
 	}
+}
+
+int
+files_mkdirs(const struct files_root *r, const char *rel, mode_t mode)
+{
+	return files_mkdirs_owned(r, rel, mode, (uid_t)-1, (gid_t)-1);
 }
 
 

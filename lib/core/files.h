@@ -41,7 +41,8 @@
  *    link there is replaced, removed or renamed, its target untouched).
  * 5. Disk work is synchronous: reads and writes are the route's per-
  *    callback budget; a listing is bounded by FILES_LIST_MAX; a recursive
- *    delete of a large tree is not bounded (a route may want a child).
+ *    delete of a tree is not bounded, so a route runs it in a child
+ *    (fileops_delete_spawn).
  */
 #ifndef TEND_FILES_H
 #define TEND_FILES_H
@@ -117,11 +118,19 @@ int	files_open_file(const struct files_root *, const char *rel, int flags,
 int	files_open_read(const struct files_root *, const char *rel,
 	    struct stat *st);
 /*
- * mkdir -p of rel (mode less the umask), each prefix resolved again from
- * the root, each missing one made in the directory its parent resolved
- * to: the directory's fd.
+ * mkdir -p of rel (mode less the umask): the directory's fd.  Walked
+ * down once from the root, each missing directory made in its parent's
+ * fd (no prefix resolved again from the root: the cost is linear in the
+ * depth); a link on the way is followed as any lookup follows it,
+ * confined; something else on the way is ENOTDIR.
  */
 int	files_mkdirs(const struct files_root *, const char *rel, mode_t mode);
+/*
+ * files_mkdirs, each directory it makes given to uid:gid (uid (uid_t)-1:
+ * left to the agent) through its own fd, never through a link.
+ */
+int	files_mkdirs_owned(const struct files_root *, const char *rel,
+	    mode_t mode, uid_t uid, gid_t gid);
 /* close(2), errno kept: for cleanup after a failure. */
 void	files_close(int fd);
 

@@ -971,6 +971,95 @@ START_TEST(mkdir_delete_move_without_openat2)
 }
 END_TEST
 
+/* Names a listing gives, one line each, appended to a buffer. */
+static int
+list_names(void *arg, const char *name, const struct stat *st,
+    const char *target)
+{
+	char	*out = arg;
+	size_t	 len = strlen(out);
+
+	(void)st;
+	(void)target;
+	snprintf(out + len, 4096 - len, "%s\n", name);
+	return 0;
+}
+
+/* A walk in shares of one entry gives what one whole listing gives. */
+START_TEST(walk_in_shares)
+{
+	struct fileops_walk	*w;
+	static char		 whole[4096], shares[4096];
+	bool			 trunc;
+	int			 rc, steps = 0;
+
+	ck_assert_int_eq(fileops_mkdir(&root, "t/a/b/c", true, 0755), 0);
+	ck_assert_int_eq(fileops_mkdir(&root, "t/d", true, 0755), 0);
+	tu_put(base, "root/t/a/f", "1");
+	tu_put(base, "root/t/z", "1");
+	ck_assert_int_eq(symlinkat("a", base, "root/t/ln"), 0);
+	whole[0] = shares[0] = '\0';
+	ck_assert_int_eq(fileops_list(&root, "t", 32, list_names, whole,
+	    &trunc), 0);
+	ck_assert(!trunc);
+	ck_assert_str_eq(whole, "a\na/b\na/b/c\na/f\nd\nln\nz\n");
+	ck_assert_ptr_nonnull(w = malloc(sizeof(*w)));
+	ck_assert_int_eq(fileops_walk_open(w, &root, "t", 32), 0);
+	while ((rc = fileops_walk_step(w, 1, list_names, shares)) == 1)
+		steps++;
+	ck_assert_int_eq(rc, 0);
+	ck_assert(!w->truncated);
+	fileops_walk_close(w);
+	ck_assert_str_eq(shares, whole);
+	ck_assert_int_eq(steps, 6);	/* the seventh share ends the walk */
+	/* Closed part way: nothing left held. */
+	ck_assert_int_eq(fileops_walk_open(w, &root, "t", 32), 0);
+	ck_assert_int_eq(fileops_walk_step(w, 2, list_names, shares), 1);
+	fileops_walk_close(w);
+	ck_assert_int_eq(w->nlev, 0);
+	errno = 0;
+	ck_assert_int_eq(fileops_walk_open(w, &root, "t", 33), -1);
+	ck_assert_int_eq(errno, EINVAL);
+	free(w);
+}
+END_TEST
+
+/*
+ * mkdir -p walks down from each parent's fd (links on the way followed,
+ * confined); a recursive delete in its child says how it ended.
+ */
+START_TEST(mkdirs_walk_and_delete_child)
+{
+	struct stat	st;
+	pid_t		pid;
+	int		wstatus, fd;
+
+	ck_assert_int_eq(symlinkat("../outside", base, "root/out"), 0);
+	errno = 0;
+	ck_assert_int_eq(fileops_mkdir(&root, "out/x/y", true, 0755), -1);
+	ck_assert_int_eq(errno, ELOOP);
+	ck_assert(!tu_exists(base, "outside/x"));
+	fd = files_mkdirs_owned(&root, "w/x/y", 0755, getuid(), getgid());
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	close(fd);
+	ck_assert(tu_exists(base, "root/w/x/y"));
+
+	tu_put(base, "root/w/x/f", "1");
+	ck_assert_int_gt(pid = fileops_delete_spawn(&root, "w"), 0);
+	ck_assert_int_eq(waitpid(pid, &wstatus, 0), pid);
+	ck_assert_int_eq(fileops_delete_status(wstatus), 0);
+	ck_assert(!tu_exists(base, "root/w"));
+	ck_assert_int_gt(pid = fileops_delete_spawn(&root, "w"), 0);
+	ck_assert_int_eq(waitpid(pid, &wstatus, 0), pid);
+	errno = 0;
+	ck_assert_int_eq(fileops_delete_status(wstatus), -1);
+	ck_assert_int_eq(errno, ENOENT);
+	ck_assert(tu_exists(base, "outside"));
+}
+END_TEST
+
 START_TEST(move_across_file_systems)
 {
 	if (!small_fs("other")) {
@@ -1030,6 +1119,8 @@ files_suite(void)
 	tcase_add_test(tc, mkdir_delete_move);
 	tcase_add_test(tc, mkdir_delete_move_without_openat2);
 	tcase_add_test(tc, move_across_file_systems);
+	tcase_add_test(tc, mkdirs_walk_and_delete_child);
+	tcase_add_test(tc, walk_in_shares);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -36,10 +36,14 @@
 #include "sys/user.h"
 
 /*
- * A POST /files upload, owned by its connection.  A gzip body is
- * inflated FILES_PUMP_BYTES a loop turn: what a turn leaves of a piece
- * waits in zin (at most one read of the socket, reading being paused
- * meanwhile) and the rest is inflated from the check watcher.
+ * A POST /files upload, owned by its connection.  A loop turn takes a
+ * share of the body: a gzip body is inflated FILES_PUMP_BYTES a turn,
+ * and a multipart body begins at most MULTIPART_PARTS_TURN parts a turn
+ * (each part's file is opened, written, fsynced and renamed: a body of
+ * many small parts would otherwise hold the loop for all of them).  What
+ * a turn leaves of a piece waits in zin (at most one read of the socket,
+ * reading being paused meanwhile) and the rest is taken from the check
+ * watcher, a share a turn.
  */
 struct api_envd_files_up {
 	struct http_conn	*c;
@@ -52,7 +56,8 @@ struct api_envd_files_up {
 	struct buf		 zin;		/* body not inflated yet */
 	unsigned		 zturn;		/* ev_iteration of zmade */
 	size_t			 zmade;		/* inflated in that turn */
-	struct turn		 zresume;	/* inflate zin's next share */
+	int			 zparts;	/* parts begun in that turn */
+	struct turn		 zresume;	/* take zin's next share */
 	struct envd_user	 u;
 	struct multipart	*mp;		/* NULL: octet-stream */
 	bool			 begun;		/* a file is being written */
@@ -91,9 +96,14 @@ static void	api_envd_files_up_take(struct api_envd_files_up *,
 		    const char *, size_t);
 static size_t	api_envd_files_gz_inflate(struct api_envd_files_up *,
 		    const char *, size_t);
-static void	api_envd_files_gz_piece(struct api_envd_files_up *,
+static bool	api_envd_files_share_left(struct api_envd_files_up *);
+static size_t	api_envd_files_mp_feed(struct api_envd_files_up *,
 		    const char *, size_t);
-static void	api_envd_files_gz_resume(struct ev_loop *, ev_check *, int);
+static size_t	api_envd_files_share(struct api_envd_files_up *,
+		    const char *, size_t);
+static void	api_envd_files_piece(struct api_envd_files_up *,
+		    const char *, size_t);
+static void	api_envd_files_resume(struct ev_loop *, ev_check *, int);
 static void	api_envd_files_up_finish(struct api_envd_files_up *);
 
 static const struct multipart_cb api_envd_files_parts = {
@@ -247,7 +257,7 @@ api_envd_files_up_new(struct http_conn *c, struct http_req *r)
 	up->c = c;
 	up->loop = api_of(c)->tab->loop;
 	up->put.fd = up->put.dirfd = up->put.slot = -1;
-	turn_init(&up->zresume, api_envd_files_gz_resume);
+	turn_init(&up->zresume, api_envd_files_resume);
 	http_conn_own(c, up, NULL, api_envd_files_up_closed);
 	if ((up->done = cJSON_CreateArray()) == NULL) {
 		api_envd_files_up_fail(up, 503, "out of memory");
@@ -402,6 +412,7 @@ api_envd_files_part_begin(void *arg, const struct multipart_part *part)
 {
 	struct api_envd_files_up	*up = arg;
 
+	up->zparts++;
 	/* envd writes "file" parts only; the others are read and dropped. */
 	up->skip = strcmp(part->name, "file") != 0 || up->status != 0;
 	if (up->skip)
@@ -456,32 +467,63 @@ api_envd_files_up_take(struct api_envd_files_up *up, const char *d, size_t n)
 		    "multipart/form-data body");
 }
 
+/* This loop turn's share is not used up yet (a new turn: a new share). */
+static bool
+api_envd_files_share_left(struct api_envd_files_up *up)
+{
+	unsigned	turn = ev_iteration(up->loop);
+
+	if (up->zturn != turn) {
+		up->zturn = turn;
+		up->zmade = 0;
+		up->zparts = 0;
+	}
+	return up->zmade < FILES_PUMP_BYTES &&
+	    up->zparts < MULTIPART_PARTS_TURN;
+}
+
+/*
+ * Of d, to the form parser, a slice at a time until this turn's parts
+ * are begun (the slice bounds how many more a last one can begin): the
+ * bytes used.
+ */
+static size_t
+api_envd_files_mp_feed(struct api_envd_files_up *up, const char *d, size_t n)
+{
+	size_t	used = 0, k;
+
+	while (used < n && up->status == 0 && api_envd_files_share_left(up)) {
+		k = n - used < MULTIPART_SLICE ? n - used : MULTIPART_SLICE;
+		api_envd_files_up_take(up, d + used, k);
+		used += k;
+	}
+	return up->status != 0 ? n : used;
+}
+
 /*
  * Inflate from d at most what is left of this loop turn's
- * FILES_PUMP_BYTES (a few KiB of a gzip bomb inflate to GiBs); the
- * bytes of d used.  A member's end begins the next: what follows must
- * be another member, as Go's reader has it, so trailing bytes fail.
+ * FILES_PUMP_BYTES (a few KiB of a gzip bomb inflate to GiBs), and, for
+ * a form, in slices while parts are left in the turn's share; the bytes
+ * of d used.  A member's end begins the next: what follows must be
+ * another member, as Go's reader has it, so trailing bytes fail.
  */
 static size_t
 api_envd_files_gz_inflate(struct api_envd_files_up *up, const char *d, size_t n)
 {
 	static char	 out[FILES_IO_CHUNK];
 	z_stream	*z = &up->z;
-	unsigned	 turn = ev_iteration(up->loop);
 	size_t		 room, got;
 	int		 rc;
 
-	if (up->zturn != turn) {
-		up->zturn = turn;
-		up->zmade = 0;
-	}
 	z->next_in = (const Bytef *)d;
 	z->avail_in = n;
-	while (z->avail_in > 0 && up->zmade < FILES_PUMP_BYTES &&
-	    up->status == 0) {
+	while (z->avail_in > 0 && up->status == 0 &&
+	    api_envd_files_share_left(up)) {
 		room = FILES_PUMP_BYTES - up->zmade;
 		if (room > sizeof(out))
 			room = sizeof(out);
+		if (up->mp != NULL && room > MULTIPART_SLICE)
+			room = MULTIPART_SLICE;
 		z->next_out = (Bytef *)out;
 		z->avail_out = room;
 		up->zopen = true;
@@ -504,19 +546,31 @@ api_envd_files_gz_inflate(struct api_envd_files_up *up, const char *d, size_t n)
 	return n - z->avail_in;
 }
 
+/* This turn's share of d: the bytes used. */
+static size_t
+api_envd_files_share(struct api_envd_files_up *up, const char *d, size_t n)
+{
+	if (up->gz)
+		return api_envd_files_gz_inflate(up, d, n);
+	if (up->mp != NULL)
+		return api_envd_files_mp_feed(up, d, n);
+	api_envd_files_up_take(up, d, n);
+	return n;
+}
+
 /*
- * A piece of a gzip body.  What this turn's share leaves of it is kept
+ * A piece of the body.  What this turn's share leaves of it is kept
  * and reading paused; the rest of the read already taken still comes
  * in pieces (appended: zin holds at most one read), then nothing until
- * api_envd_files_gz_resume has inflated all of zin, a share a turn.
+ * api_envd_files_resume has taken all of zin, a share a turn.
  */
 static void
-api_envd_files_gz_piece(struct api_envd_files_up *up, const char *d, size_t n)
+api_envd_files_piece(struct api_envd_files_up *up, const char *d, size_t n)
 {
 	size_t	used = 0;
 
 	if (buf_avail(&up->zin) == 0)
-		used = api_envd_files_gz_inflate(up, d, n);
+		used = api_envd_files_share(up, d, n);
 	if (used == n || up->status != 0)
 		return;
 	if (buf_add(&up->zin, d + used, n - used) == -1) {
@@ -528,14 +582,14 @@ api_envd_files_gz_piece(struct api_envd_files_up *up, const char *d, size_t n)
 }
 
 static void
-api_envd_files_gz_resume(struct ev_loop *loop, ev_check *w, int revents)
+api_envd_files_resume(struct ev_loop *loop, ev_check *w, int revents)
 {
 	struct api_envd_files_up	*up = container_of(w,
 				    struct api_envd_files_up, zresume.check);
 
 	(void)revents;
 	if (!http_conn_dead(up->c)) {
-		buf_consume(&up->zin, api_envd_files_gz_inflate(up,
+		buf_consume(&up->zin, api_envd_files_share(up,
 		    buf_head(&up->zin), buf_avail(&up->zin)));
 		if (up->status == 0 && buf_avail(&up->zin) > 0)
 			return;
@@ -567,10 +621,7 @@ api_envd_files_post_body(struct http_conn *c, struct http_req *r, const char *d,
 	}
 	if (up->status != 0 || n == 0)
 		return;
-	if (up->gz)
-		api_envd_files_gz_piece(up, d, n);
-	else
-		api_envd_files_up_take(up, d, n);
+	api_envd_files_piece(up, d, n);
 }
 
 void
@@ -584,7 +635,7 @@ api_envd_files_post(struct http_conn *c, struct http_req *r)
 	}
 	if (up->status == 0 && r->body_error != 0)
 		api_envd_files_up_errno(up, r->body_error, "write");
-	/* The body is in, not all of it inflated: ..._gz_resume ends it. */
+	/* The body is in, not all of it taken: ..._resume ends it. */
 	if (up->status == 0 && buf_avail(&up->zin) > 0) {
 		up->body_done = true;
 		return;
