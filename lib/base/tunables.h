@@ -234,8 +234,11 @@
 #define ENVD_META_BYTES_MAX	4096
 #define ENVD_META_MAX		(ENVD_META_BYTES_MAX / \
 				    ((int)sizeof(ENVD_META_PREFIX) - 1 + 1))
-/* Read back: values longer are not served (the kernel's own cap). */
-#define ENVD_META_VALUE_READ_MAX (64 * 1024)
+/*
+ * Read back (EntryInfo.metadata): one file's values, in all; what would
+ * pass it is left out (a listing stays bounded whatever others set).
+ */
+#define ENVD_META_READ_MAX	(64 * 1024)
 #define USER_HOME_MAX		1024	/* of a home directory, NUL included */
 
 /* Watching (lib/watch.c, lib/api_watch.c) and envd's files (lib/api_envd_fs.c, lib/multipart.c). */

@@ -112,11 +112,12 @@ api_envd_entry_type(mode_t m)
 cJSON *
 api_envd_entry_meta(int fd)
 {
-	static char	 names[XATTR_LIST_MAX], value[ENVD_META_VALUE_READ_MAX + 1];
+	static char	 names[XATTR_LIST_MAX], value[ENVD_META_READ_MAX + 1];
 	const size_t	 plen = sizeof(ENVD_META_PREFIX) - 1;
 	char		 fdname[64];
 	const char	*n, *key;
 	ssize_t		 len, vlen;
+	size_t		 total = 0;
 	cJSON		*j = NULL;
 
 	/* The fd's /proc link: listxattr(2) takes an O_PATH fd this way. */
@@ -130,8 +131,10 @@ api_envd_entry_meta(int fd)
 		vlen = getxattr(fdname, n, value, sizeof(value) - 1);
 		if (vlen < 0 || !codec_utf8_valid(key, strlen(key)) ||
 		    !codec_utf8_valid(value, (size_t)vlen) ||
-		    memchr(value, '\0', (size_t)vlen) != NULL)
+		    memchr(value, '\0', (size_t)vlen) != NULL ||
+		    total + (size_t)vlen > ENVD_META_READ_MAX)
 			continue;
+		total += (size_t)vlen;
 		value[vlen] = '\0';
 		if ((j == NULL && (j = cJSON_CreateObject()) == NULL) ||
 		    cJSON_AddStringToObject(j, key, value) == NULL)

@@ -47,8 +47,8 @@ cJSON	*api_envd_entry(const struct files_root *,
  * envd's EntryInfo.metadata {"key":"value"} (fd: any open fd of the
  * file, O_PATH too); NULL when it has none, or they cannot be read (a
  * file system without them).  A name or value that is not UTF-8, or a
- * value longer than ENVD_META_VALUE_READ_MAX, is left out, as envd
- * leaves out what its JSON cannot carry.
+ * value past ENVD_META_READ_MAX of them in all, is left out (envd
+ * leaves out what its JSON cannot carry).
  */
 cJSON	*api_envd_entry_meta(int fd);
 /* {"entry": EntryInfo of p}, or the error of its stat (what). */
