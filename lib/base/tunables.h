@@ -224,6 +224,22 @@
 /* POST /init's envVars, in all; PROC_MAX_ENV less PATH, HOME, USER, LOGNAME. */
 #define ENVD_INIT_ENV_MAX	(PROC_MAX_ENV - 4)
 #define ENVD_INIT_ENV_BYTES	(256 * 1024)	/* ... names and values, in all */
+/*
+ * File metadata (POST /files' X-Metadata-<key>, the xattr user.e2b.<key>),
+ * as envd bounds it: a key fits the kernel's 255-byte xattr name with the
+ * prefix; names with the prefix and values, in all, fit one ext4 block.
+ * The count follows from the bytes (a one-byte key, an empty value).
+ */
+#define ENVD_META_PREFIX	"user.e2b."
+#define ENVD_META_KEY_MAX	(255 - (int)sizeof(ENVD_META_PREFIX) + 1)
+#define ENVD_META_BYTES_MAX	4096
+#define ENVD_META_MAX		(ENVD_META_BYTES_MAX / \
+				    ((int)sizeof(ENVD_META_PREFIX) - 1 + 1))
+/*
+ * Read back (EntryInfo.metadata): one file's values, in all; what would
+ * pass it is left out (a listing stays bounded whatever others set).
+ */
+#define ENVD_META_READ_MAX	(64 * 1024)
 #define USER_HOME_MAX		1024	/* of a home directory, NUL included */
 
 /* Watching (core/watch, api/api_watch) and envd's files (api/envd/, net/multipart). */

@@ -100,6 +100,7 @@ static bool	watch_under(const char *, const char *);
 static void	watch_push(struct watch *, enum watch_type, const char *);
 static void	watch_evict(struct watch *);
 static size_t	watch_handle(struct watch *, const char *, size_t, bool);
+static bool	watch_has_bytes(const struct watch *, const char *);
 static void	watch_event(struct watch *, const struct inotify_event *,
 		    const struct inotify_event *, bool *);
 static bool	watch_is_tmp(const struct watch_dir *, const char *,
@@ -782,6 +783,18 @@ watch_is_tmp(const struct watch_dir *d, const char *name,
 	return *state != FILES_TMP_NONE;
 }
 
+/* The file at path (in the watch) is not empty now. */
+static bool
+watch_has_bytes(const struct watch *w, const char *path)
+{
+	struct stat	st;
+	char		rel[PATH_MAX];
+
+	return watch_join(rel, sizeof(rel), strcmp(w->rel, ".") == 0 ? "" :
+	    w->rel, path) == 0 && files_stat(w->tab->root, rel, false,
+	    &st) == 0 && st.st_size > 0;
+}
+
 static void
 watch_event(struct watch *w, const struct inotify_event *ev,
     const struct inotify_event *nx, bool *paired)
@@ -835,8 +848,9 @@ watch_event(struct watch *w, const struct inotify_event *ev,
 
 /*
  * A rename: from (ev, in d) to (to: its MOVED_TO, NULL when the name
- * left the watch).  tend's temp renamed over its name is that name's
- * create or write; anything else is a rename of the old name and a
+ * left the watch).  tend's temp renamed over its name is told as envd's
+ * write in place would be: a new name's create and, when it holds
+ * bytes, its write; a replaced file's write.  Anything else is a rename of the old name and a
  * create of the new one, a directory's subtree following it.
  */
 static void
@@ -856,9 +870,12 @@ watch_moved(struct watch *w, const struct watch_dir *d,
 	    to->name) == -1)
 		td = NULL;
 	if (watch_is_tmp(d, ev->name, &st)) {
-		if (td != NULL)
-			watch_push(w, st == FILES_TMP_REPLACED ? WATCH_WRITE :
-			    WATCH_CREATE, dst);
+		if (td == NULL)
+			return;
+		if (st != FILES_TMP_REPLACED)
+			watch_push(w, WATCH_CREATE, dst);
+		if (st == FILES_TMP_REPLACED || watch_has_bytes(w, dst))
+			watch_push(w, WATCH_WRITE, dst);
 		return;
 	}
 	watch_push(w, WATCH_RENAME, from);

@@ -115,6 +115,12 @@ void	http_close_all(struct http_server *);
 /* Request accessors. */
 const char *http_header(struct http_req *, const char *name);
 /*
+ * The headers in their order: *it NULL for the first, then as this left
+ * it; 1 with *name and *value, 0 after the last.
+ */
+int	http_header_next(struct http_req *, const char **it, const char **name,
+	    const char **value);
+/*
  * Decoded value of query key into out: 1, or 0 when absent, or -1 when
  * it does not fit (callers size out above any valid value).
  */

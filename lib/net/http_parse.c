@@ -495,6 +495,22 @@ http_header(struct http_req *r, const char *name)
 	return NULL;
 }
 
+int
+http_header_next(struct http_req *r, const char **it, const char **name,
+    const char **value)
+{
+	struct http_conn	*c = container_of(r, struct http_conn, req);
+	const char		*p = *it != NULL ? *it : c->ps.hdrs.data, *end;
+
+	if (c->ps.hdrs.data == NULL)
+		return 0;
+	end = c->ps.hdrs.data + c->ps.hdrs.len;
+	if (p >= end || (*value = p + strlen(p) + 1) >= end)
+		return 0;
+	*name = p;
+	*it = *value + strlen(*value) + 1;
+	return 1;
+}
 
 /* Percent-decode [s, s+n) into out (size cap), '+' as space. */
 static bool

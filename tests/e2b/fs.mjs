@@ -158,6 +158,57 @@ export const checks = [
     },
   },
   {
+    name: 'files.write metadata -> getInfo, list, rename',
+    fn: async (sbx) => {
+      // X-Metadata-<key> headers, stored as user.e2b.<key> xattrs.
+      const metadata = { author: 'mish', purpose: 'upload' }
+      const info = await sbx.files.write(`${dir}/meta/a.txt`, 'with metadata', { metadata })
+      assert.deepEqual(info.metadata, metadata)
+      assert.deepEqual((await sbx.files.getInfo(`${dir}/meta/a.txt`)).metadata, metadata)
+      const o = await sbx.files.write(`${dir}/meta/o.txt`, 'octets', { metadata: { k: 'v' }, useOctetStream: true })
+      assert.deepEqual(o.metadata, { k: 'v' })
+      const many = await sbx.files.writeFiles([
+        { path: `${dir}/meta/m1`, data: 'one' },
+        { path: `${dir}/meta/m2`, data: 'two' },
+      ], { metadata: { source: 'suite' } })
+      assert.deepEqual(many.map((e) => e.metadata), [{ source: 'suite' }, { source: 'suite' }])
+      const listed = await sbx.files.list(`${dir}/meta`)
+      assert.deepEqual(listed.find((e) => e.name === 'a.txt').metadata, metadata)
+      assert.deepEqual(listed.find((e) => e.name === 'm2').metadata, { source: 'suite' })
+      const moved = await sbx.files.rename(`${dir}/meta/a.txt`, `${dir}/meta/b.txt`)
+      assert.deepEqual(moved.metadata, metadata)
+      // An upload replaces the file's metadata: none clears it.
+      const again = await sbx.files.write(`${dir}/meta/b.txt`, 'no metadata')
+      assert.equal(again.metadata, undefined)
+      assert.equal((await sbx.files.getInfo(`${dir}/meta/b.txt`)).metadata, undefined)
+      // Set by someone else (setfattr's xattr, here through a command).
+      const r = await sbx.commands.run(`python3 -c "import os; os.setxattr('${dir}/meta/o.txt', 'user.e2b.author', b'shell')"`)
+      assert.equal(r.exitCode, 0)
+      assert.deepEqual((await sbx.files.getInfo(`${dir}/meta/o.txt`)).metadata, { k: 'v', author: 'shell' })
+    },
+  },
+  {
+    name: 'files.watchDir recursive sees a write after a nested folder addition',
+    fn: async (sbx) => {
+      // The SDK's own test: the folder's create, then the file's write.
+      const top = `${dir}/wr`
+      await sbx.files.makeDir(top)
+      const seen = []
+      const h = await sbx.files.watchDir(top, (ev) => seen.push(ev), { recursive: true })
+      try {
+        const has = (t, n) => seen.some((e) => e.name === n && e.type === t)
+        await sbx.files.makeDir(`${top}/nested`)
+        await until(() => has(FilesystemEventType.CREATE, 'nested'), 5000, 'create of nested')
+        await sbx.files.write(`${top}/nested/f.txt`, 'content')
+        await until(() => has(FilesystemEventType.WRITE, 'nested/f.txt'), 5000, 'write of nested/f.txt')
+        assert.ok(has(FilesystemEventType.CREATE, 'nested/f.txt'))
+        assert.equal(seen.some((e) => e.type === FilesystemEventType.RENAME), false)
+      } finally {
+        await h.stop()
+      }
+    },
+  },
+  {
     name: 'files.remove',
     fn: async (sbx) => {
       await sbx.files.remove(dir)

@@ -1341,6 +1341,27 @@ START_TEST(range_parse)
 }
 END_TEST
 
+/* http_header_next: every header, in order, as sent; then 0, and 0 again. */
+static void
+check_header_walk(struct http_req *r)
+{
+	static const char	*want[][2] = {
+		{ "X-Test-Header", "Value1" }, { "x-OTHER", "two words" },
+		{ "X-Empty", "" }, { "X-After", "after" }, { "Host", "h" }
+	};
+	const char	*it = NULL, *name, *value;
+	size_t		 i = 0;
+
+	while (http_header_next(r, &it, &name, &value) == 1) {
+		ck_assert_uint_lt(i, sizeof(want) / sizeof(want[0]));
+		ck_assert_str_eq(name, want[i][0]);
+		ck_assert_str_eq(value, want[i][1]);
+		i++;
+	}
+	ck_assert_uint_eq(i, sizeof(want) / sizeof(want[0]));
+	ck_assert_int_eq(http_header_next(r, &it, &name, &value), 0);
+}
+
 static void
 check_headers(struct http_req *r)
 {
@@ -1355,6 +1376,7 @@ check_headers(struct http_req *r)
 	ck_assert_ptr_null(http_header(r, "X-Test"));		/* a prefix */
 	ck_assert_ptr_null(http_header(r, "Value1"));		/* a value */
 	ck_assert_ptr_null(http_header(r, ""));
+	check_header_walk(r);
 }
 
 START_TEST(header_lookup)

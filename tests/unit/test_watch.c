@@ -175,8 +175,12 @@ START_TEST(writes_coalesce)
 }
 END_TEST
 
-/* tend's temp + rename: one create, then one write; an abort: nothing. */
-START_TEST(tend_writes_are_one_event)
+/*
+ * tend's temp + rename, told as envd's write in place: a new file's
+ * create then write (create alone when empty), a replaced one's write;
+ * an abort: nothing.
+ */
+START_TEST(tend_writes_as_envd_writes)
 {
 	struct upload		p;
 	struct reader		r;
@@ -185,21 +189,29 @@ START_TEST(tend_writes_are_one_event)
 	reader_open(&r, "d", true);
 	put("d/new", "hello");
 	settle(&r);
-	ck_assert_str_eq(r.log, "create new\n");
+	ck_assert_str_eq(r.log, "create new\nwrite new\n");
 	put("d/new", "again");
 	settle(&r);
-	ck_assert_str_eq(r.log, "create new\nwrite new\n");
+	ck_assert_str_eq(r.log, "create new\nwrite new\nwrite new\n");
 	ck_assert_int_eq(upload_begin(&p, &root, "d/gone", 0,
 	    UPLOAD_MODE_KEEP), 0);
 	ck_assert_int_eq(upload_write(&p, "x", 1), 0);
 	upload_abort(&p);
 	settle(&r);
-	ck_assert_str_eq(r.log, "create new\nwrite new\n");
-	/* Parents made on the way are creates too; the file one create. */
+	ck_assert_str_eq(r.log, "create new\nwrite new\nwrite new\n");
+	put("d/empty", "");
+	settle(&r);
+	ck_assert_str_eq(r.log, "create new\nwrite new\nwrite new\n"
+	    "create empty\n");
+	/*
+	 * Parents made on the way are creates too; the file, there before
+	 * its directory's watch, is found by that directory's scan: a
+	 * create.
+	 */
+	r.log[0] = '\0';
 	put("d/x/y/z", "deep");
 	settle(&r);
-	ck_assert_str_eq(r.log, "create new\nwrite new\ncreate x\n"
-	    "create x/y\ncreate x/y/z\n");
+	ck_assert_str_eq(r.log, "create x\ncreate x/y\ncreate x/y/z\n");
 	watch_unsubscribe(r.w, &r.sub);
 	watch_close(r.w);
 }
@@ -479,7 +491,7 @@ watch_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, events_of_a_directory);
 	tcase_add_test(tc, writes_coalesce);
-	tcase_add_test(tc, tend_writes_are_one_event);
+	tcase_add_test(tc, tend_writes_as_envd_writes);
 	tcase_add_test(tc, other_renames_are_renames);
 	tcase_add_test(tc, recursive_follows_directories);
 	tcase_add_test(tc, recursive_new_tree_not_silent);

@@ -2,6 +2,7 @@
  * api_envd_entry.c: EntryInfo.  See api_envd_entry.h.
  */
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include "api_envd_entry.h"
 #include "base/codec.h"
 #include "base/jsonstr.h"
+#include "base/tunables.h"
 #include "core/files.h"
 #include "envd.h"
 #include "sys/user.h"
@@ -107,6 +109,40 @@ api_envd_entry_type(mode_t m)
 	return "FILE_TYPE_UNSPECIFIED";
 }
 
+cJSON *
+api_envd_entry_meta(int fd)
+{
+	static char	 names[XATTR_LIST_MAX], value[ENVD_META_READ_MAX + 1];
+	const size_t	 plen = sizeof(ENVD_META_PREFIX) - 1;
+	char		 fdname[64];
+	const char	*n, *key;
+	ssize_t		 len, vlen;
+	size_t		 total = 0;
+	cJSON		*j = NULL;
+
+	/* The fd's /proc link: listxattr(2) takes an O_PATH fd this way. */
+	snprintf(fdname, sizeof(fdname), "/proc/self/fd/%d", fd);
+	if ((len = listxattr(fdname, names, sizeof(names))) <= 0)
+		return NULL;
+	for (n = names; n < names + len; n += strlen(n) + 1) {
+		if (strncmp(n, ENVD_META_PREFIX, plen) != 0)
+			continue;
+		key = n + plen;
+		vlen = getxattr(fdname, n, value, sizeof(value) - 1);
+		if (vlen < 0 || !codec_utf8_valid(key, strlen(key)) ||
+		    !codec_utf8_valid(value, (size_t)vlen) ||
+		    memchr(value, '\0', (size_t)vlen) != NULL ||
+		    total + (size_t)vlen > ENVD_META_READ_MAX)
+			continue;
+		total += (size_t)vlen;
+		value[vlen] = '\0';
+		if ((j == NULL && (j = cJSON_CreateObject()) == NULL) ||
+		    cJSON_AddStringToObject(j, key, value) == NULL)
+			break;
+	}
+	return j;
+}
+
 /*
  * The entry of p, as envd fills it: the name itself (lstat), but for a
  * link the type and permission bits of what it leads to (followed
@@ -124,17 +160,25 @@ api_envd_entry(const struct files_root *root, const struct api_envd_req_path *p,
 	const char	*name, *type;
 	mode_t		 mode;
 	ssize_t		 n = -1;
-	int		 fd;
-	cJSON		*j;
+	int		 fd, tfd;
+	cJSON		*j, *meta = NULL;
 
 	if (files_stat(root, p->rel, false, &st) == -1)
 		return NULL;
 	type = api_envd_entry_type(st.st_mode);
 	mode = st.st_mode & 0777;
+	/*
+	 * What the name leads to (inside the root): a link's target, and
+	 * whose metadata envd reads (its getxattr follows links too).
+	 */
+	tfd = files_open(root, p->rel, O_PATH, 0);
+	if (tfd != -1 && fstat(tfd, &tst) == 0 && (S_ISREG(tst.st_mode) ||
+	    S_ISDIR(tst.st_mode)))
+		meta = api_envd_entry_meta(tfd);
 	if (S_ISLNK(st.st_mode)) {
 		type = "FILE_TYPE_UNSPECIFIED";
 		mode = 0;
-		if ((fd = files_open(root, p->rel, O_PATH, 0)) != -1) {
+		if ((fd = tfd) != -1) {
 			snprintf(fdname, sizeof(fdname), "/proc/self/fd/%d",
 			    fd);
 			if (fstat(fd, &tst) == 0) {
@@ -142,7 +186,6 @@ api_envd_entry(const struct files_root *root, const struct api_envd_req_path *p,
 				mode = tst.st_mode & 0777;
 			}
 			n = readlink(fdname, target, sizeof(target) - 1);
-			close(fd);
 		}
 		if (n < 0 && (fd = files_open(root, p->rel, O_PATH |
 		    O_NOFOLLOW, 0)) != -1) {
@@ -151,6 +194,8 @@ api_envd_entry(const struct files_root *root, const struct api_envd_req_path *p,
 		}
 		target[n >= 0 ? n : 0] = '\0';
 	}
+	if (tfd != -1)
+		close(tfd);
 	name = strrchr(p->abs, '/');
 	name = name != NULL && name[1] != '\0' ? name + 1 : p->abs;
 	api_envd_entry_perm(st.st_mode, perm);
@@ -172,9 +217,13 @@ api_envd_entry(const struct files_root *root, const struct api_envd_req_path *p,
 	    (S_ISLNK(st.st_mode) &&
 	    jsonstr_add(j, "symlinkTarget", target) == NULL)) {
 		cJSON_Delete(j);
+		cJSON_Delete(meta);
 		errno = ENOMEM;
 		return NULL;
 	}
+	/* Only when there is some: the SDK tells "none" by its absence. */
+	if (meta != NULL)
+		cJSON_AddItemToObject(j, "metadata", meta);
 	return j;
 }
 

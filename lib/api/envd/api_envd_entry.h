@@ -42,6 +42,15 @@ void	api_envd_entry_perm(mode_t m, char out[24]);
  */
 cJSON	*api_envd_entry(const struct files_root *,
 	    const struct api_envd_req_path *p, struct api_envd_entry_names *nm);
+/*
+ * The file's metadata, its user.e2b.<key> extended attributes, as
+ * envd's EntryInfo.metadata {"key":"value"} (fd: any open fd of the
+ * file, O_PATH too); NULL when it has none, or they cannot be read (a
+ * file system without them).  A name or value that is not UTF-8, or a
+ * value past ENVD_META_READ_MAX of them in all, is left out (envd
+ * leaves out what its JSON cannot carry).
+ */
+cJSON	*api_envd_entry_meta(int fd);
 /* {"entry": EntryInfo of p}, or the error of its stat (what). */
 void	api_envd_entry_reply(struct http_conn *, const char *what,
 	    const struct api_envd_req_path *p);

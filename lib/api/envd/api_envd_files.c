@@ -4,6 +4,7 @@
  * watching").
  */
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <ctype.h>
 #include <unistd.h>
 #define ZLIB_CONST		/* next_in takes the body's const bytes */
 #include <zlib.h>
@@ -67,6 +69,7 @@ struct api_envd_files_up {
 	char			 qpath[PATH_MAX];	/* ?path=, or "" */
 	struct api_envd_req_path p;
 	struct upload		 put;
+	cJSON			*meta;		/* X-Metadata-*, or NULL */
 	cJSON			*done;		/* the reply's entries */
 };
 
@@ -85,6 +88,9 @@ static void	api_envd_files_up_free(struct api_envd_files_up *);
 static void	api_envd_files_up_closed(struct http_conn *, void *);
 static int	api_envd_files_up_encoding(struct api_envd_files_up *,
 		    const char *);
+static int	api_envd_files_up_meta(struct api_envd_files_up *,
+		    struct http_req *);
+static int	api_envd_files_up_meta_put(struct api_envd_files_up *);
 static int	api_envd_files_up_begin(struct api_envd_files_up *,
 		    const char *);
 static int	api_envd_files_up_commit(struct api_envd_files_up *);
@@ -271,6 +277,8 @@ api_envd_files_up_new(struct http_conn *c, struct http_req *r)
 		api_envd_files_up_fail(up, 400, "path: too long");
 		return up;
 	}
+	if (api_envd_files_up_meta(up, r) == -1)
+		return up;
 	if (api_envd_files_up_encoding(up, ce) == -1)
 		return up;
 	if (ct != NULL && strncasecmp(ct, "application/octet-stream", 24) ==
@@ -306,6 +314,7 @@ api_envd_files_up_free(struct api_envd_files_up *up)
 		(void)inflateEnd(&up->z);
 	buf_free(&up->zin);
 	upload_abort(&up->put);
+	cJSON_Delete(up->meta);
 	cJSON_Delete(up->done);
 	free(up->mp);
 	free(up);
@@ -338,6 +347,106 @@ api_envd_files_up_encoding(struct api_envd_files_up *up, const char *ce)
 		return -1;
 	}
 	up->gz = true;
+	return 0;
+}
+
+/* s is printable US-ASCII (what envd takes in metadata), else its byte. */
+static int
+api_envd_files_meta_bad(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			return (unsigned char)*s;
+	return -1;
+}
+
+/*
+ * The upload's metadata, as envd takes it: each X-Metadata-<key> header
+ * (any case) is the key in lower case, the first of a repeated one
+ * wins, an empty key is ignored; keys and values printable ASCII, a key
+ * at most ENVD_META_KEY_MAX bytes, prefixed names and values at most
+ * ENVD_META_BYTES_MAX in all (so at most ENVD_META_MAX of them), else
+ * 400 before any file is written.
+ */
+static int
+api_envd_files_up_meta(struct api_envd_files_up *up, struct http_req *r)
+{
+	static const char	 hp[] = "X-Metadata-";
+	const char		*it = NULL, *name, *value;
+	char			 key[ENVD_META_KEY_MAX + 1];
+	size_t			 klen, total = 0, i;
+	int			 bad, n = 0;
+
+	while (http_header_next(r, &it, &name, &value) == 1) {
+		if (strncasecmp(name, hp, sizeof(hp) - 1) != 0 ||
+		    name[sizeof(hp) - 1] == '\0')
+			continue;
+		name += sizeof(hp) - 1;
+		if ((klen = strlen(name)) > ENVD_META_KEY_MAX) {
+			api_envd_files_up_fail(up, 400, "invalid metadata: "
+			    "metadata key \"%.32s...\" exceeds %d bytes", name,
+			    ENVD_META_KEY_MAX);
+			return -1;
+		}
+		for (i = 0; i <= klen; i++)
+			key[i] = (char)tolower((unsigned char)name[i]);
+		if (up->meta != NULL &&
+		    cJSON_GetObjectItemCaseSensitive(up->meta, key) != NULL)
+			continue;
+		if ((bad = api_envd_files_meta_bad(key)) != -1 ||
+		    (bad = api_envd_files_meta_bad(value)) != -1) {
+			api_envd_files_up_fail(up, 400, "invalid metadata: "
+			    "metadata %s \"%.64s\" contains the "
+			    "non-printable-ASCII byte 0x%02x",
+			    api_envd_files_meta_bad(key) != -1 ? "key" :
+			    "value for key", key, bad);
+			return -1;
+		}
+		total += sizeof(ENVD_META_PREFIX) - 1 + klen + strlen(value);
+		if (total > ENVD_META_BYTES_MAX || ++n > ENVD_META_MAX) {
+			api_envd_files_up_fail(up, 400, "invalid metadata: "
+			    "total metadata size exceeds %d bytes",
+			    ENVD_META_BYTES_MAX);
+			return -1;
+		}
+		if ((up->meta == NULL &&
+		    (up->meta = cJSON_CreateObject()) == NULL) ||
+		    cJSON_AddStringToObject(up->meta, key, value) == NULL) {
+			api_envd_files_up_fail(up, 503, "out of memory");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The metadata on the temp file, before its bytes: the file renamed
+ * over the name carries these and no other (an upload replaces what
+ * the old file had), and a file system that refuses them fails the
+ * upload with the old file in place, never a file without them.
+ */
+static int
+api_envd_files_up_meta_put(struct api_envd_files_up *up)
+{
+	const cJSON	*it;
+	char		 xname[sizeof(ENVD_META_PREFIX) + ENVD_META_KEY_MAX];
+
+	cJSON_ArrayForEach(it, up->meta) {
+		snprintf(xname, sizeof(xname), "%s%s", ENVD_META_PREFIX,
+		    it->string);
+		if (fsetxattr(up->put.fd, xname, it->valuestring,
+		    strlen(it->valuestring), 0) == 0)
+			continue;
+		if (errno == ENOSPC || errno == EDQUOT)
+			api_envd_files_up_fail(up, 507, "not enough space for "
+			    "file metadata: '%s'", up->p.abs);
+		else
+			api_envd_files_up_fail(up, 500, "error writing file "
+			    "metadata: '%s': %s", up->p.abs,
+			    errno == ENOTSUP ? "the file system does not "
+			    "support extended attributes" : strerror(errno));
+		return -1;
+	}
 	return 0;
 }
 
@@ -377,6 +486,8 @@ api_envd_files_up_begin(struct api_envd_files_up *up, const char *path)
 		api_envd_files_up_errno(up, errno, "write");
 		return -1;
 	}
+	if (api_envd_files_up_meta_put(up) == -1)
+		return -1;
 	up->begun = true;
 	return 0;
 }
@@ -398,7 +509,9 @@ api_envd_files_up_commit(struct api_envd_files_up *up)
 	    jsonstr_add(o, "path", up->p.abs) == NULL ||
 	    jsonstr_add(o, "name", name != NULL ? name + 1 : up->p.abs) ==
 	    NULL ||
-	    cJSON_AddStringToObject(o, "type", "file") == NULL) {
+	    cJSON_AddStringToObject(o, "type", "file") == NULL ||
+	    (up->meta != NULL && !cJSON_AddItemToObject(o, "metadata",
+	    cJSON_Duplicate(up->meta, true)))) {
 		cJSON_Delete(o);
 		api_envd_files_up_fail(up, 503, "out of memory");
 		return -1;
