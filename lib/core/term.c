@@ -35,7 +35,6 @@ struct term {
 	struct job	 job;		/* first: the engine's part */
 	unsigned int	 cols, rows;
 	ev_timer	 endwait;	/* reaped: EIO within TERM_END_WAIT */
-	void		(*in_wake)(struct term *, void *, int);
 };
 
 static int	termtab_remake(struct record_dir *);
@@ -676,48 +675,6 @@ int
 term_input(struct term *t, const void *d, size_t n)
 {
 	return job_input(&t->job, d, n, false);
-}
-
-bool
-term_input_full(struct term *t)
-{
-	return job_input_full(&t->job);
-}
-
-size_t
-term_input_queued(struct term *t)
-{
-	return job_input_queued(&t->job);
-}
-
-static void
-term_input_woken(struct job *j, void *writer, int err)
-{
-	struct term	*t = term_of(j);
-
-	t->in_wake(t, writer, err);
-}
-
-int
-term_input_hold(struct term *t, void *writer,
-    void (*wake)(struct term *, void *, int))
-{
-	if (job_input_hold(&t->job, writer, term_input_woken) == -1)
-		return -1;
-	t->in_wake = wake;
-	return 0;
-}
-
-void
-term_input_unhold(struct term *t)
-{
-	job_input_unhold(&t->job);
-}
-
-void *
-term_input_writer(struct term *t)
-{
-	return job_input_writer(&t->job);
 }
 
 /* ------------------------------------------------------------------ */

@@ -157,17 +157,10 @@ int	term_resize(struct term *, unsigned int cols, unsigned int rows);
 /*
  * Input: queued and written to the master as it accepts it.  -1 and
  * EPIPE when the terminal has ended.  Past TERM_INPUT_HIGH one writer is
- * held (proc_stdin_hold's contract): wake(t, writer, err) once the queue
- * is below half of that (err 0), or EPIPE when the terminal ended with
- * bytes queued, ENOENT when it is removed.
+ * held: job_input_hold and the rest on term_job(t) (job.h), whose wake
+ * hears EPIPE when the terminal ended with bytes queued.
  */
 int	term_input(struct term *, const void *, size_t);
-bool	term_input_full(struct term *);
-size_t	term_input_queued(struct term *);
-int	term_input_hold(struct term *, void *writer,
-	    void (*wake)(struct term *, void *, int));
-void	term_input_unhold(struct term *);
-void	*term_input_writer(struct term *);
 
 /* Kill the session (KILL), remove the files and the record.  -1, errno. */
 int	term_delete(struct term *);

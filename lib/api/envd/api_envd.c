@@ -438,32 +438,19 @@ api_envd_input_answer(struct http_conn *c, int err)
 	envd_reply_err(c, &e);
 }
 
+/* A held writer of a process's stdin or a terminal's input: one job's. */
 static void
-api_envd_stdin_wake(struct proc *p, void *writer, int err)
+api_envd_input_wake(struct job *j, void *writer, int err)
 {
-	(void)p;
+	(void)j;
 	api_envd_input_answer(writer, err);
 }
 
 static void
-api_envd_tty_wake(struct term *t, void *writer, int err)
-{
-	(void)t;
-	api_envd_input_answer(writer, err);
-}
-
-static void
-api_envd_stdin_gone(struct http_conn *c, void *owner)
+api_envd_input_gone(struct http_conn *c, void *owner)
 {
 	(void)c;
-	proc_stdin_unhold(owner);
-}
-
-static void
-api_envd_tty_gone(struct http_conn *c, void *owner)
-{
-	(void)c;
-	term_input_unhold(owner);
+	job_input_unhold(owner);
 }
 
 /*
@@ -479,7 +466,7 @@ api_envd_to_stdin(struct http_conn *c, struct proc *p, const struct buf *d,
 		    "open (started with stdin false, or closed)", proc_id(p));
 		return -1;
 	}
-	if (proc_stdin_writer(p) != NULL) {
+	if (job_input_writer(&p->job) != NULL) {
 		envd_err_set(e, "unavailable", "stdin of '%s' is busy with "
 		    "another writer", proc_id(p));
 		return -1;
@@ -489,9 +476,9 @@ api_envd_to_stdin(struct http_conn *c, struct proc *p, const struct buf *d,
 		    proc_id(p), strerror(errno));
 		return -1;
 	}
-	if (proc_stdin_full(p) && proc_stdin_hold(p, c,
-	    api_envd_stdin_wake) == 0) {
-		http_conn_own(c, p, NULL, api_envd_stdin_gone);
+	if (job_input_full(&p->job) && job_input_hold(&p->job, c,
+	    api_envd_input_wake) == 0) {
+		http_conn_own(c, &p->job, NULL, api_envd_input_gone);
 		return 0;
 	}
 	api_envd_ok(c);
@@ -502,7 +489,7 @@ static int
 api_envd_to_tty(struct http_conn *c, struct term *t, const struct buf *d,
     struct envd_err *e)
 {
-	if (term_input_writer(t) != NULL) {
+	if (job_input_writer(term_job(t)) != NULL) {
 		envd_err_set(e, "unavailable", "input of '%s' is busy with "
 		    "another writer", term_id(t));
 		return -1;
@@ -512,9 +499,9 @@ api_envd_to_tty(struct http_conn *c, struct term *t, const struct buf *d,
 		    term_id(t));
 		return -1;
 	}
-	if (term_input_full(t) && term_input_hold(t, c,
-	    api_envd_tty_wake) == 0) {
-		http_conn_own(c, t, NULL, api_envd_tty_gone);
+	if (job_input_full(term_job(t)) && job_input_hold(term_job(t), c,
+	    api_envd_input_wake) == 0) {
+		http_conn_own(c, term_job(t), NULL, api_envd_input_gone);
 		return 0;
 	}
 	api_envd_ok(c);
