@@ -155,7 +155,7 @@ term_next(struct term *t)
 }
 
 /* ------------------------------------------------------------------ */
-/* Who is told: watchers of a terminal, subscribers of the table */
+/* Who is told: watchers of a terminal */
 
 /* Of the engine's events a terminal has three (no EXIT, no EOF). */
 static void
@@ -195,32 +195,6 @@ term_watch_del(struct term_watch *w)
 		return;
 	w->term = NULL;
 	job_watch_del(&w->jw);
-}
-
-static void
-termtab_sub_tell(struct jobtab_sub *js, struct job *j, enum jobtab_event ev)
-{
-	struct termtab_sub	*s = container_of(js, struct termtab_sub, js);
-
-	s->fn(s, term_of(j), (enum termtab_event)ev);
-}
-
-void
-termtab_subscribe(struct termtab *tt, struct termtab_sub *s,
-    void (*fn)(struct termtab_sub *, struct term *, enum termtab_event))
-{
-	s->tab = tt;
-	s->fn = fn;
-	jobtab_subscribe(&tt->jobs, &s->js, termtab_sub_tell);
-}
-
-void
-termtab_unsubscribe(struct termtab_sub *s)
-{
-	if (s->tab == NULL)
-		return;
-	s->tab = NULL;
-	jobtab_unsubscribe(&s->js);
 }
 
 struct logstore *

@@ -1604,24 +1604,24 @@ END_TEST
 
 /* What a table subscriber heard. */
 struct heard {
-	struct proctab_sub	 s;
-	struct proctab_sub	*drop;	/* unsubscribed at the first event */
-	int			 n[PROCTAB_EV_REMOVE + 1];
+	struct jobtab_sub	 s;
+	struct jobtab_sub	*drop;	/* unsubscribed at the first event */
+	int			 n[JOBTAB_EV_REMOVE + 1];
 	int			 live_at_remove;
 	char			 last_id[PROC_ID_MAX + 1];
 };
 
 static void
-heard_cb(struct proctab_sub *s, struct proc *p, enum proctab_event ev)
+heard_cb(struct jobtab_sub *s, struct job *j, enum jobtab_event ev)
 {
 	struct heard	*h = container_of(s, struct heard, s);
 
 	h->n[ev]++;
-	snprintf(h->last_id, sizeof(h->last_id), "%s", proc_id(p));
-	if (ev == PROCTAB_EV_REMOVE)
+	snprintf(h->last_id, sizeof(h->last_id), "%s", j->id);
+	if (ev == JOBTAB_EV_REMOVE)
 		h->live_at_remove = tab.jobs.nlive;
 	if (h->drop != NULL) {
-		proctab_unsubscribe(h->drop);
+		jobtab_unsubscribe(h->drop);
 		h->drop = NULL;
 	}
 }
@@ -1635,28 +1635,28 @@ START_TEST(subscribers_told)
 
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
-	proctab_subscribe(&tab, &b.s, heard_cb);
-	proctab_subscribe(&tab, &a.s, heard_cb);
+	jobtab_subscribe(&tab.jobs, &b.s, heard_cb);
+	jobtab_subscribe(&tab.jobs, &a.s, heard_cb);
 	a.drop = &b.s;		/* a is told first: b never hears */
 	p = spawn(&o);
-	ck_assert_int_eq(a.n[PROCTAB_EV_START], 1);
+	ck_assert_int_eq(a.n[JOBTAB_EV_START], 1);
 	ck_assert_str_eq(a.last_id, "t1");
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
-	ck_assert_int_eq(a.n[PROCTAB_EV_END], 1);
+	ck_assert_int_eq(a.n[JOBTAB_EV_END], 1);
 	/* A running record removed: told after it left the count. */
 	p = spawn(&l);
 	ck_assert_int_eq(tab.jobs.nlive, 1);
 	ck_assert_int_eq(proc_delete(p), 0);
-	ck_assert_int_eq(a.n[PROCTAB_EV_REMOVE], 1);
+	ck_assert_int_eq(a.n[JOBTAB_EV_REMOVE], 1);
 	ck_assert_int_eq(a.live_at_remove, 0);
 	ck_assert_str_eq(a.last_id, "t2");
-	ck_assert_int_eq(b.n[PROCTAB_EV_START] + b.n[PROCTAB_EV_END] +
-	    b.n[PROCTAB_EV_REMOVE], 0);
-	proctab_unsubscribe(&a.s);
-	proctab_unsubscribe(&a.s);	/* twice is harmless */
+	ck_assert_int_eq(b.n[JOBTAB_EV_START] + b.n[JOBTAB_EV_END] +
+	    b.n[JOBTAB_EV_REMOVE], 0);
+	jobtab_unsubscribe(&a.s);
+	jobtab_unsubscribe(&a.s);	/* twice is harmless */
 	o.id = "t3";
 	p = spawn(&o);
-	ck_assert_int_eq(a.n[PROCTAB_EV_START], 2);	/* t1, t2: not t3 */
+	ck_assert_int_eq(a.n[JOBTAB_EV_START], 2);	/* t1, t2: not t3 */
 }
 END_TEST
 

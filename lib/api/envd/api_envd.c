@@ -34,8 +34,8 @@ struct envd_names {
 };
 
 static struct envd_names	*api_envd_names;
-static struct proctab_sub	 api_envd_psub;
-static struct termtab_sub	 api_envd_tsub;
+static struct jobtab_sub	 api_envd_psub;
+static struct jobtab_sub	 api_envd_tsub;
 
 static void	api_envd_list(struct http_conn *, struct http_req *);
 static void	api_envd_input(struct http_conn *, struct http_req *);
@@ -73,22 +73,14 @@ api_envd_names_drop(const void *rec)
 		}
 }
 
+/* A process or terminal removed: its names go (they are its job's). */
 static void
-api_envd_proc_removed(struct proctab_sub *s, struct proc *p,
-    enum proctab_event ev)
+api_envd_job_removed(struct jobtab_sub *s, struct job *j,
+    enum jobtab_event ev)
 {
 	(void)s;
-	if (ev == PROCTAB_EV_REMOVE)
-		api_envd_names_drop(p);
-}
-
-static void
-api_envd_term_removed(struct termtab_sub *s, struct term *t,
-    enum termtab_event ev)
-{
-	(void)s;
-	if (ev == TERMTAB_EV_REMOVE)
-		api_envd_names_drop(t);
+	if (ev == JOBTAB_EV_REMOVE)
+		api_envd_names_drop(j);
 }
 
 void
@@ -99,10 +91,10 @@ api_envd_names_add(struct api *a, const void *rec, const cJSON *envs)
 	cJSON			*j;
 
 	if (api_envd_psub.tab == NULL) {
-		proctab_subscribe(a->tab, &api_envd_psub,
-		    api_envd_proc_removed);
-		termtab_subscribe(a->terms, &api_envd_tsub,
-		    api_envd_term_removed);
+		jobtab_subscribe(&a->tab->jobs, &api_envd_psub,
+		    api_envd_job_removed);
+		jobtab_subscribe(&a->terms->jobs, &api_envd_tsub,
+		    api_envd_job_removed);
 	}
 	if (envs == NULL || (n = calloc(1, sizeof(*n))) == NULL)
 		return;
@@ -404,11 +396,11 @@ api_envd_list(struct http_conn *c, struct http_req *r)
 	for (p = proctab_first(a->tab); p != NULL; p = proc_next(p))
 		if (proc_state(p) == PROC_RUNNING)
 			cJSON_AddItemToArray(list,
-			    api_envd_info(proc_status_json(p), p));
+			    api_envd_info(proc_status_json(p), &p->job));
 	for (t = termtab_first(a->terms); t != NULL; t = term_next(t))
 		if (!term_ended(t))
 			cJSON_AddItemToArray(list,
-			    api_envd_info(term_status_json(t), t));
+			    api_envd_info(term_status_json(t), term_job(t)));
 	envd_reply(c, reply);
 }
 
