@@ -132,8 +132,8 @@ static bool		 shutting_down, killed_all;
 static ev_signal	 sigs[8];
 static ev_timer		 grace_timer;
 static ev_io		 log_io;	/* stderr full: flush when writable */
-static struct proctab_sub settled;	/* at shutdown: records that end */
-static struct termtab_sub term_settled;	/* ... and terminals */
+static struct jobtab_sub settled;	/* at shutdown: records that end */
+static struct jobtab_sub term_settled;	/* ... and terminals */
 
 static void	agent_usage(FILE *);
 static opt_set_fn agent_opt_workspace;
@@ -149,10 +149,8 @@ static void	agent_signal_cb(struct ev_loop *, ev_signal *, int);
 static void	agent_grace_cb(struct ev_loop *, ev_timer *, int);
 static void	agent_shutdown(void);
 static void	agent_maybe_done(void);
-static void	agent_settled(struct proctab_sub *, struct proc *,
-		    enum proctab_event);
-static void	agent_term_settled(struct termtab_sub *, struct term *,
-		    enum termtab_event);
+static void	agent_settled(struct jobtab_sub *, struct job *,
+		    enum jobtab_event);
 static void	agent_log_blocked(int);
 static void	agent_log_cb(struct ev_loop *, ev_io *, int);
 
@@ -658,8 +656,8 @@ agent_shutdown(void)
 	if (shutting_down)
 		return;
 	shutting_down = true;
-	proctab_subscribe(&tab, &settled, agent_settled);
-	termtab_subscribe(&terms, &term_settled, agent_term_settled);
+	jobtab_subscribe(&tab.jobs, &settled, agent_settled);
+	jobtab_subscribe(&terms.jobs, &term_settled, agent_settled);
 	http_stop_accepting(api.srv);
 	http_close_all(api.srv);
 	shimctl_stop();
@@ -672,23 +670,13 @@ agent_shutdown(void)
 	agent_maybe_done();
 }
 
-/* A record ended, or was removed: it may have been the last one. */
+/* A record or terminal ended, or was removed: it may have been the last. */
 static void
-agent_settled(struct proctab_sub *s, struct proc *p, enum proctab_event ev)
+agent_settled(struct jobtab_sub *s, struct job *j, enum jobtab_event ev)
 {
 	(void)s;
-	(void)p;
-	if (ev != PROCTAB_EV_START)
-		agent_maybe_done();
-}
-
-static void
-agent_term_settled(struct termtab_sub *s, struct term *t,
-    enum termtab_event ev)
-{
-	(void)s;
-	(void)t;
-	if (ev != TERMTAB_EV_START)
+	(void)j;
+	if (ev != JOBTAB_EV_START)
 		agent_maybe_done();
 }
 

@@ -232,25 +232,25 @@ static const struct follow_sink api_term_ws_sink = {
 /* ------------------------------------------------------------------ */
 /* The session: frames in */
 
-static void	api_term_ws_input_wake(struct term *, void *, int);
+static void	api_term_ws_input_wake(struct job *, void *, int);
 
 /* The queue is full: stop reading until the terminal took half of it. */
 static void
 api_term_ws_input_wait(struct api_term_ws *s)
 {
 	wsconn_pause_read(s->ws);
-	if (term_input_hold(s->t, s, api_term_ws_input_wake) == 0)
+	if (job_input_hold(term_job(s->t), s, api_term_ws_input_wake) == 0)
 		s->held = true;
 	else		/* another writer is held: look again soon */
 		ev_timer_start(s->loop, &s->retry);
 }
 
 static void
-api_term_ws_input_wake(struct term *t, void *writer, int err)
+api_term_ws_input_wake(struct job *j, void *writer, int err)
 {
 	struct api_term_ws	*s = writer;
 
-	(void)t;
+	(void)j;
 	(void)err;
 	s->held = false;
 	wsconn_resume_read(s->ws);
@@ -264,7 +264,7 @@ api_term_ws_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	if (s->t == NULL || term_ended(s->t) || !term_input_full(s->t))
+	if (s->t == NULL || term_ended(s->t) || !job_input_full(term_job(s->t)))
 		wsconn_resume_read(s->ws);
 	else
 		api_term_ws_input_wait(s);
@@ -295,7 +295,7 @@ api_term_ws_on_binary(void *ctx, const char *d, size_t n)
 	if (n == 0 || api_term_ws_stale(s) || s->t == NULL ||
 	    term_ended(s->t))
 		return;		/* the exit frame says so */
-	if (term_input(s->t, d, n) == 0 && term_input_full(s->t))
+	if (term_input(s->t, d, n) == 0 && job_input_full(term_job(s->t)))
 		api_term_ws_input_wait(s);
 }
 
@@ -349,8 +349,8 @@ api_term_ws_on_drain(void *ctx)
 static void
 api_term_ws_free(struct api_term_ws *s)
 {
-	if (s->held && s->t != NULL && term_input_writer(s->t) == s)
-		term_input_unhold(s->t);
+	if (s->held && s->t != NULL && job_input_writer(term_job(s->t)) == s)
+		job_input_unhold(term_job(s->t));
 	ev_timer_stop(s->loop, &s->retry);
 	follow_free(s->f);
 	term_watch_del(&s->w);

@@ -265,10 +265,14 @@ int	 job_input(struct job *, const void *, size_t, bool close);
 bool	 job_input_full(struct job *);
 size_t	 job_input_queued(struct job *);
 /*
- * The one writer held while the queue is above PROC_STDIN_HIGH: wake
- * is called once (err 0 below half of that, EPIPE when the input closed
- * with bytes queued, ENOENT when the job is removed).  EBUSY while
- * another writer is held.
+ * The one writer held while the queue is above PROC_STDIN_HIGH (its
+ * body paused, or its reply deferred): wake is called once (err 0 when
+ * the child took the queue below half of that, or all of it and the
+ * input closed as asked; EPIPE when the input closed with bytes queued,
+ * which are discarded; ENOENT when the job is removed).  A writer that
+ * goes away first calls job_input_unhold.  EBUSY while another writer
+ * is held.  The caller recovers its process or terminal from the job
+ * (proc_of, term_of).
  */
 int	 job_input_hold(struct job *, void *writer,
 	    void (*wake)(struct job *, void *writer, int err));

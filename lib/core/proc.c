@@ -716,18 +716,6 @@ proc_stdin(struct proc *p, const void *d, size_t n, bool close_after)
 }
 
 bool
-proc_stdin_full(struct proc *p)
-{
-	return job_input_full(&p->job);
-}
-
-void *
-proc_stdin_writer(struct proc *p)
-{
-	return job_input_writer(&p->job);
-}
-
-bool
 proc_stdin_piped(struct proc *p)
 {
 	return p->stdin_pipe;
@@ -737,30 +725,6 @@ bool
 proc_stdin_open(struct proc *p)
 {
 	return p->job.in != -1;
-}
-
-static void
-proc_stdin_woken(struct job *j, void *writer, int err)
-{
-	struct proc	*p = proc_of(j);
-
-	p->in_wake(p, writer, err);
-}
-
-int
-proc_stdin_hold(struct proc *p, void *writer,
-    void (*wake)(struct proc *, void *, int))
-{
-	if (job_input_hold(&p->job, writer, proc_stdin_woken) == -1)
-		return -1;
-	p->in_wake = wake;
-	return 0;
-}
-
-void
-proc_stdin_unhold(struct proc *p)
-{
-	job_input_unhold(&p->job);
 }
 
 /* ------------------------------------------------------------------ */

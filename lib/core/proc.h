@@ -75,7 +75,6 @@ struct proc {
 	ev_timer	 first_status;	/* writes the first status.json */
 	double		 grace_s;
 	bool		 timeout_kill;	/* the timeout KILLs, no TERM first */
-	void		(*in_wake)(struct proc *, void *, int);
 };
 
 struct proc_opts {
@@ -120,21 +119,9 @@ double	proc_grace(struct proc *);	/* killGrace, s */
 /* Queue bytes for stdin; close after them if close is set. */
 int	proc_stdin(struct proc *, const void *, size_t, bool close);
 /*
- * The one stdin writer held while the queue is above PROC_STDIN_HIGH (its
- * body paused, or its reply deferred).  wake(p, writer, err) is called
- * once: err 0 when the process has taken the queue below half of that
- * (or all of it, and stdin was closed as asked), EPIPE when stdin closed
- * with bytes still queued (they are discarded), ENOENT when the record
- * is removed.  A writer that goes away first calls proc_stdin_unhold.
- * Holding fails (EBUSY) while another writer is held.
+ * Holding the one writer while the queue is full, and waking it: the
+ * job's (job_input_hold and the rest on &p->job).
  */
-int	proc_stdin_hold(struct proc *, void *writer,
-	    void (*wake)(struct proc *, void *writer, int err));
-void	proc_stdin_unhold(struct proc *);
-/* The queue is above PROC_STDIN_HIGH: a writer should be held. */
-bool	proc_stdin_full(struct proc *);
-/* The writer held now, or NULL. */
-void	*proc_stdin_writer(struct proc *);
 /* Launched with stdin "pipe"; and that pipe is still open. */
 bool	proc_stdin_piped(struct proc *);
 bool	proc_stdin_open(struct proc *);

@@ -162,34 +162,6 @@ proctab_reaped(struct proctab *t, pid_t pid, int wstatus)
 	return false;
 }
 
-/* Who is told: subscribers of the table, of processes */
-
-static void
-proctab_sub_tell(struct jobtab_sub *js, struct job *j, enum jobtab_event ev)
-{
-	struct proctab_sub	*s = container_of(js, struct proctab_sub, js);
-
-	s->fn(s, proctab_proc(j), (enum proctab_event)ev);
-}
-
-void
-proctab_subscribe(struct proctab *t, struct proctab_sub *s,
-    void (*fn)(struct proctab_sub *, struct proc *, enum proctab_event))
-{
-	s->tab = t;
-	s->fn = fn;
-	jobtab_subscribe(&t->jobs, &s->js, proctab_sub_tell);
-}
-
-void
-proctab_unsubscribe(struct proctab_sub *s)
-{
-	if (s->tab == NULL)
-		return;
-	s->tab = NULL;
-	jobtab_unsubscribe(&s->js);
-}
-
 /* ------------------------------------------------------------------ */
 /* The state dir refusing writes */
 

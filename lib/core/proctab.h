@@ -18,23 +18,6 @@
 struct proc;
 struct proctab;
 
-/* What a table subscriber is told, of any record. */
-enum proctab_event {
-	PROCTAB_EV_START = JOBTAB_EV_START,	/* launched, in the table */
-	PROCTAB_EV_END = JOBTAB_EV_END,		/* left running (its group
-						   settled) */
-	PROCTAB_EV_REMOVE = JOBTAB_EV_REMOVE	/* out of the table: freed
-						   after the call */
-};
-
-/* A party interested in every record of a table (shutdown, events). */
-struct proctab_sub {
-	struct jobtab_sub	 js;	/* the engine's */
-	struct proctab		*tab;
-	void			(*fn)(struct proctab_sub *, struct proc *,
-				    enum proctab_event);
-};
-
 /* The table's counters, for health and metrics. */
 struct proctab_stats {
 	int		 running;	/* not yet ended */
@@ -85,12 +68,9 @@ void	proctab_stats(struct proctab *, struct proctab_stats *);
 struct proc *proctab_first(struct proctab *);
 
 /*
- * Tell s->fn of every record's start, end and removal from now on.  A
- * subscriber may unsubscribe (itself or another) in its callback.
+ * Who hears of every record's start, end (its group settled) and
+ * removal subscribes to the table's jobs (jobtab_subscribe on &t->jobs).
  */
-void	proctab_subscribe(struct proctab *, struct proctab_sub *,
-	    void (*)(struct proctab_sub *, struct proc *, enum proctab_event));
-void	proctab_unsubscribe(struct proctab_sub *);
 
 /* TERM (or sig) every live group, for shutdown. */
 void	proctab_signal_all(struct proctab *, int sig);

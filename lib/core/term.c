@@ -35,7 +35,6 @@ struct term {
 	struct job	 job;		/* first: the engine's part */
 	unsigned int	 cols, rows;
 	ev_timer	 endwait;	/* reaped: EIO within TERM_END_WAIT */
-	void		(*in_wake)(struct term *, void *, int);
 };
 
 static int	termtab_remake(struct record_dir *);
@@ -156,7 +155,7 @@ term_next(struct term *t)
 }
 
 /* ------------------------------------------------------------------ */
-/* Who is told: watchers of a terminal, subscribers of the table */
+/* Who is told: watchers of a terminal */
 
 /* Of the engine's events a terminal has three (no EXIT, no EOF). */
 static void
@@ -196,32 +195,6 @@ term_watch_del(struct term_watch *w)
 		return;
 	w->term = NULL;
 	job_watch_del(&w->jw);
-}
-
-static void
-termtab_sub_tell(struct jobtab_sub *js, struct job *j, enum jobtab_event ev)
-{
-	struct termtab_sub	*s = container_of(js, struct termtab_sub, js);
-
-	s->fn(s, term_of(j), (enum termtab_event)ev);
-}
-
-void
-termtab_subscribe(struct termtab *tt, struct termtab_sub *s,
-    void (*fn)(struct termtab_sub *, struct term *, enum termtab_event))
-{
-	s->tab = tt;
-	s->fn = fn;
-	jobtab_subscribe(&tt->jobs, &s->js, termtab_sub_tell);
-}
-
-void
-termtab_unsubscribe(struct termtab_sub *s)
-{
-	if (s->tab == NULL)
-		return;
-	s->tab = NULL;
-	jobtab_unsubscribe(&s->js);
 }
 
 struct logstore *
@@ -676,48 +649,6 @@ int
 term_input(struct term *t, const void *d, size_t n)
 {
 	return job_input(&t->job, d, n, false);
-}
-
-bool
-term_input_full(struct term *t)
-{
-	return job_input_full(&t->job);
-}
-
-size_t
-term_input_queued(struct term *t)
-{
-	return job_input_queued(&t->job);
-}
-
-static void
-term_input_woken(struct job *j, void *writer, int err)
-{
-	struct term	*t = term_of(j);
-
-	t->in_wake(t, writer, err);
-}
-
-int
-term_input_hold(struct term *t, void *writer,
-    void (*wake)(struct term *, void *, int))
-{
-	if (job_input_hold(&t->job, writer, term_input_woken) == -1)
-		return -1;
-	t->in_wake = wake;
-	return 0;
-}
-
-void
-term_input_unhold(struct term *t)
-{
-	job_input_unhold(&t->job);
-}
-
-void *
-term_input_writer(struct term *t)
-{
-	return job_input_writer(&t->job);
 }
 
 /* ------------------------------------------------------------------ */

@@ -49,14 +49,6 @@ enum term_event {
 	TERM_EV_GONE	/* being removed: the watch is already off */
 };
 
-/* What a table subscriber is told, of any terminal. */
-enum termtab_event {
-	TERMTAB_EV_START = JOBTAB_EV_START,
-	TERMTAB_EV_END = JOBTAB_EV_END,
-	TERMTAB_EV_REMOVE = JOBTAB_EV_REMOVE	/* out of the table: freed
-						   after the call */
-};
-
 /*
  * A party interested in one terminal, embedded in its owner.  In fn a
  * watcher may remove any watch, free it, add one; not delete the
@@ -66,13 +58,6 @@ struct term_watch {
 	struct job_watch	 jw;	/* the engine's */
 	struct term		*term;
 	void			(*fn)(struct term_watch *, enum term_event);
-};
-
-struct termtab_sub {
-	struct jobtab_sub	 js;	/* the engine's */
-	struct termtab		*tab;
-	void			(*fn)(struct termtab_sub *, struct term *,
-				    enum termtab_event);
 };
 
 struct term_opts {
@@ -106,9 +91,7 @@ const char *termtab_boot(struct termtab *);
 int	termtab_statefd(struct termtab *);
 struct term *termtab_first(struct termtab *);
 struct term *term_next(struct term *);
-void	termtab_subscribe(struct termtab *, struct termtab_sub *,
-	    void (*)(struct termtab_sub *, struct term *, enum termtab_event));
-void	termtab_unsubscribe(struct termtab_sub *);
+/* Subscribers of every terminal: jobtab_subscribe on &tt->jobs. */
 /* sig to every process of every live terminal's session (shutdown). */
 void	termtab_signal_all(struct termtab *, int sig);
 /* Final statuses of what is left (shutdown). */
@@ -157,17 +140,10 @@ int	term_resize(struct term *, unsigned int cols, unsigned int rows);
 /*
  * Input: queued and written to the master as it accepts it.  -1 and
  * EPIPE when the terminal has ended.  Past TERM_INPUT_HIGH one writer is
- * held (proc_stdin_hold's contract): wake(t, writer, err) once the queue
- * is below half of that (err 0), or EPIPE when the terminal ended with
- * bytes queued, ENOENT when it is removed.
+ * held: job_input_hold and the rest on term_job(t) (job.h), whose wake
+ * hears EPIPE when the terminal ended with bytes queued.
  */
 int	term_input(struct term *, const void *, size_t);
-bool	term_input_full(struct term *);
-size_t	term_input_queued(struct term *);
-int	term_input_hold(struct term *, void *writer,
-	    void (*wake)(struct term *, void *, int));
-void	term_input_unhold(struct term *);
-void	*term_input_writer(struct term *);
 
 /* Kill the session (KILL), remove the files and the record.  -1, errno. */
 int	term_delete(struct term *);

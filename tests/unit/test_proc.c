@@ -899,13 +899,13 @@ struct held {
 };
 
 static void
-held_wake(struct proc *p, void *writer, int err)
+held_wake(struct job *j, void *writer, int err)
 {
 	struct held	*h = writer;
 
 	h->calls++;
 	h->err = err;
-	h->left = buf_avail(&p->job.inbuf);
+	h->left = buf_avail(&j->inbuf);
 }
 
 static bool
@@ -934,12 +934,12 @@ START_TEST(stdin_hold_and_wake)
 
 	/* A reader: the writer is woken once the queue is below half. */
 	p = spawn(&o);
-	ck_assert(!proc_stdin_full(p));
+	ck_assert(!job_input_full(&p->job));
 	ck_assert_int_eq(proc_stdin(p, d, n, false), 0);
-	ck_assert(proc_stdin_full(p));
-	ck_assert_int_eq(proc_stdin_hold(p, &a, held_wake), 0);
+	ck_assert(job_input_full(&p->job));
+	ck_assert_int_eq(job_input_hold(&p->job, &a, held_wake), 0);
 	errno = 0;
-	ck_assert_int_eq(proc_stdin_hold(p, &b, held_wake), -1);
+	ck_assert_int_eq(job_input_hold(&p->job, &b, held_wake), -1);
 	ck_assert_int_eq(errno, EBUSY);
 	tu_put(statefd, "go", "");
 	ck_assert(tu_run_until(loop, was_woken, &a, WAIT_S));
@@ -950,7 +950,7 @@ START_TEST(stdin_hold_and_wake)
 	ck_assert_int_eq(b.calls, 0);
 	/* Closing after the queue: everything written, nothing lost. */
 	memset(&a, 0, sizeof(a));
-	ck_assert_int_eq(proc_stdin_hold(p, &a, held_wake), 0);
+	ck_assert_int_eq(job_input_hold(&p->job, &a, held_wake), 0);
 	ck_assert_int_eq(proc_stdin(p, d, n, true), 0);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(a.calls, 1);
@@ -961,16 +961,16 @@ START_TEST(stdin_hold_and_wake)
 	memset(&a, 0, sizeof(a));
 	p = spawn(&s);
 	ck_assert_int_eq(proc_stdin(p, d, n, false), 0);
-	ck_assert_int_eq(proc_stdin_hold(p, &a, held_wake), 0);
+	ck_assert_int_eq(job_input_hold(&p->job, &a, held_wake), 0);
 	/* One that let go is not woken. */
-	proc_stdin_unhold(p);
-	ck_assert_int_eq(proc_stdin_hold(p, &b, held_wake), 0);
+	job_input_unhold(&p->job);
+	ck_assert_int_eq(job_input_hold(&p->job, &b, held_wake), 0);
 	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_eq(a.calls, 0);
 	ck_assert_int_eq(b.calls, 1);
 	ck_assert_int_eq(b.err, EPIPE);
-	ck_assert(!proc_stdin_full(p));
+	ck_assert(!job_input_full(&p->job));
 	free(d);
 }
 END_TEST
@@ -1604,24 +1604,24 @@ END_TEST
 
 /* What a table subscriber heard. */
 struct heard {
-	struct proctab_sub	 s;
-	struct proctab_sub	*drop;	/* unsubscribed at the first event */
-	int			 n[PROCTAB_EV_REMOVE + 1];
+	struct jobtab_sub	 s;
+	struct jobtab_sub	*drop;	/* unsubscribed at the first event */
+	int			 n[JOBTAB_EV_REMOVE + 1];
 	int			 live_at_remove;
 	char			 last_id[PROC_ID_MAX + 1];
 };
 
 static void
-heard_cb(struct proctab_sub *s, struct proc *p, enum proctab_event ev)
+heard_cb(struct jobtab_sub *s, struct job *j, enum jobtab_event ev)
 {
 	struct heard	*h = container_of(s, struct heard, s);
 
 	h->n[ev]++;
-	snprintf(h->last_id, sizeof(h->last_id), "%s", proc_id(p));
-	if (ev == PROCTAB_EV_REMOVE)
+	snprintf(h->last_id, sizeof(h->last_id), "%s", j->id);
+	if (ev == JOBTAB_EV_REMOVE)
 		h->live_at_remove = tab.jobs.nlive;
 	if (h->drop != NULL) {
-		proctab_unsubscribe(h->drop);
+		jobtab_unsubscribe(h->drop);
 		h->drop = NULL;
 	}
 }
@@ -1635,28 +1635,28 @@ START_TEST(subscribers_told)
 
 	memset(&a, 0, sizeof(a));
 	memset(&b, 0, sizeof(b));
-	proctab_subscribe(&tab, &b.s, heard_cb);
-	proctab_subscribe(&tab, &a.s, heard_cb);
+	jobtab_subscribe(&tab.jobs, &b.s, heard_cb);
+	jobtab_subscribe(&tab.jobs, &a.s, heard_cb);
 	a.drop = &b.s;		/* a is told first: b never hears */
 	p = spawn(&o);
-	ck_assert_int_eq(a.n[PROCTAB_EV_START], 1);
+	ck_assert_int_eq(a.n[JOBTAB_EV_START], 1);
 	ck_assert_str_eq(a.last_id, "t1");
 	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
-	ck_assert_int_eq(a.n[PROCTAB_EV_END], 1);
+	ck_assert_int_eq(a.n[JOBTAB_EV_END], 1);
 	/* A running record removed: told after it left the count. */
 	p = spawn(&l);
 	ck_assert_int_eq(tab.jobs.nlive, 1);
 	ck_assert_int_eq(proc_delete(p), 0);
-	ck_assert_int_eq(a.n[PROCTAB_EV_REMOVE], 1);
+	ck_assert_int_eq(a.n[JOBTAB_EV_REMOVE], 1);
 	ck_assert_int_eq(a.live_at_remove, 0);
 	ck_assert_str_eq(a.last_id, "t2");
-	ck_assert_int_eq(b.n[PROCTAB_EV_START] + b.n[PROCTAB_EV_END] +
-	    b.n[PROCTAB_EV_REMOVE], 0);
-	proctab_unsubscribe(&a.s);
-	proctab_unsubscribe(&a.s);	/* twice is harmless */
+	ck_assert_int_eq(b.n[JOBTAB_EV_START] + b.n[JOBTAB_EV_END] +
+	    b.n[JOBTAB_EV_REMOVE], 0);
+	jobtab_unsubscribe(&a.s);
+	jobtab_unsubscribe(&a.s);	/* twice is harmless */
 	o.id = "t3";
 	p = spawn(&o);
-	ck_assert_int_eq(a.n[PROCTAB_EV_START], 2);	/* t1, t2: not t3 */
+	ck_assert_int_eq(a.n[JOBTAB_EV_START], 2);	/* t1, t2: not t3 */
 }
 END_TEST
 
@@ -1677,10 +1677,10 @@ START_TEST(ended_for_what)
 	ck_assert_ptr_null(proc_next(p));
 	ck_assert(proc_stdin_piped(p));
 	ck_assert(proc_stdin_open(p));
-	ck_assert_ptr_null(proc_stdin_writer(p));
-	ck_assert_int_eq(proc_stdin_hold(p, &token, NULL), 0);
-	ck_assert_ptr_eq(proc_stdin_writer(p), &token);
-	proc_stdin_unhold(p);
+	ck_assert_ptr_null(job_input_writer(&p->job));
+	ck_assert_int_eq(job_input_hold(&p->job, &token, NULL), 0);
+	ck_assert_ptr_eq(job_input_writer(&p->job), &token);
+	job_input_unhold(&p->job);
 	ck_assert(!proc_ended(p, PROC_END_ROOT));
 	ck_assert(!proc_ended(p, PROC_END_STATE));
 	ck_assert(tu_run_until(loop, is_reaped, p, WAIT_S));

@@ -231,9 +231,9 @@ has_ready(void *arg)
 static int	woken = -1;
 
 static void
-wake_cb(struct term *t, void *writer, int err)
+wake_cb(struct job *j, void *writer, int err)
 {
-	(void)t;
+	(void)j;
 	(void)writer;
 	woken = err;
 }
@@ -249,19 +249,19 @@ START_TEST(input_queue_hold)
 	t = create(ARGV("/bin/sh", "-c",
 	    "stty -icanon -echo; printf ready; sleep 30"));
 	ck_assert(tu_run_until(loop, has_ready, t, WAIT_S));
-	ck_assert(!term_input_full(t));
+	ck_assert(!job_input_full(term_job(t)));
 	big = malloc(n);
 	memset(big, 'x', n);
 	ck_assert_int_eq(term_input(t, big, n), 0);
 	free(big);
 	/* The tty takes a few KiB at most; nobody reads the rest. */
 	(void)tu_run_until(loop, is_ended, t, 0.2);
-	ck_assert(term_input_full(t));
-	ck_assert_uint_gt(term_input_queued(t), n - 64 * 1024);
-	ck_assert_int_eq(term_input_hold(t, &a, wake_cb), 0);
-	ck_assert_int_eq(term_input_hold(t, &b, wake_cb), -1);
+	ck_assert(job_input_full(term_job(t)));
+	ck_assert_uint_gt(job_input_queued(term_job(t)), n - 64 * 1024);
+	ck_assert_int_eq(job_input_hold(term_job(t), &a, wake_cb), 0);
+	ck_assert_int_eq(job_input_hold(term_job(t), &b, wake_cb), -1);
 	ck_assert_int_eq(errno, EBUSY);
-	ck_assert_ptr_eq(term_input_writer(t), &a);
+	ck_assert_ptr_eq(job_input_writer(term_job(t)), &a);
 	woken = -1;
 	ck_assert_int_eq(term_delete(t), 0);
 	ck_assert_int_eq(woken, ENOENT);

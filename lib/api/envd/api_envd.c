@@ -34,8 +34,8 @@ struct envd_names {
 };
 
 static struct envd_names	*api_envd_names;
-static struct proctab_sub	 api_envd_psub;
-static struct termtab_sub	 api_envd_tsub;
+static struct jobtab_sub	 api_envd_psub;
+static struct jobtab_sub	 api_envd_tsub;
 
 static void	api_envd_list(struct http_conn *, struct http_req *);
 static void	api_envd_input(struct http_conn *, struct http_req *);
@@ -73,22 +73,14 @@ api_envd_names_drop(const void *rec)
 		}
 }
 
+/* A process or terminal removed: its names go (they are its job's). */
 static void
-api_envd_proc_removed(struct proctab_sub *s, struct proc *p,
-    enum proctab_event ev)
+api_envd_job_removed(struct jobtab_sub *s, struct job *j,
+    enum jobtab_event ev)
 {
 	(void)s;
-	if (ev == PROCTAB_EV_REMOVE)
-		api_envd_names_drop(p);
-}
-
-static void
-api_envd_term_removed(struct termtab_sub *s, struct term *t,
-    enum termtab_event ev)
-{
-	(void)s;
-	if (ev == TERMTAB_EV_REMOVE)
-		api_envd_names_drop(t);
+	if (ev == JOBTAB_EV_REMOVE)
+		api_envd_names_drop(j);
 }
 
 void
@@ -99,10 +91,10 @@ api_envd_names_add(struct api *a, const void *rec, const cJSON *envs)
 	cJSON			*j;
 
 	if (api_envd_psub.tab == NULL) {
-		proctab_subscribe(a->tab, &api_envd_psub,
-		    api_envd_proc_removed);
-		termtab_subscribe(a->terms, &api_envd_tsub,
-		    api_envd_term_removed);
+		jobtab_subscribe(&a->tab->jobs, &api_envd_psub,
+		    api_envd_job_removed);
+		jobtab_subscribe(&a->terms->jobs, &api_envd_tsub,
+		    api_envd_job_removed);
 	}
 	if (envs == NULL || (n = calloc(1, sizeof(*n))) == NULL)
 		return;
@@ -404,11 +396,11 @@ api_envd_list(struct http_conn *c, struct http_req *r)
 	for (p = proctab_first(a->tab); p != NULL; p = proc_next(p))
 		if (proc_state(p) == PROC_RUNNING)
 			cJSON_AddItemToArray(list,
-			    api_envd_info(proc_status_json(p), p));
+			    api_envd_info(proc_status_json(p), &p->job));
 	for (t = termtab_first(a->terms); t != NULL; t = term_next(t))
 		if (!term_ended(t))
 			cJSON_AddItemToArray(list,
-			    api_envd_info(term_status_json(t), t));
+			    api_envd_info(term_status_json(t), term_job(t)));
 	envd_reply(c, reply);
 }
 
@@ -438,32 +430,19 @@ api_envd_input_answer(struct http_conn *c, int err)
 	envd_reply_err(c, &e);
 }
 
+/* A held writer of a process's stdin or a terminal's input: one job's. */
 static void
-api_envd_stdin_wake(struct proc *p, void *writer, int err)
+api_envd_input_wake(struct job *j, void *writer, int err)
 {
-	(void)p;
+	(void)j;
 	api_envd_input_answer(writer, err);
 }
 
 static void
-api_envd_tty_wake(struct term *t, void *writer, int err)
-{
-	(void)t;
-	api_envd_input_answer(writer, err);
-}
-
-static void
-api_envd_stdin_gone(struct http_conn *c, void *owner)
+api_envd_input_gone(struct http_conn *c, void *owner)
 {
 	(void)c;
-	proc_stdin_unhold(owner);
-}
-
-static void
-api_envd_tty_gone(struct http_conn *c, void *owner)
-{
-	(void)c;
-	term_input_unhold(owner);
+	job_input_unhold(owner);
 }
 
 /*
@@ -479,7 +458,7 @@ api_envd_to_stdin(struct http_conn *c, struct proc *p, const struct buf *d,
 		    "open (started with stdin false, or closed)", proc_id(p));
 		return -1;
 	}
-	if (proc_stdin_writer(p) != NULL) {
+	if (job_input_writer(&p->job) != NULL) {
 		envd_err_set(e, "unavailable", "stdin of '%s' is busy with "
 		    "another writer", proc_id(p));
 		return -1;
@@ -489,9 +468,9 @@ api_envd_to_stdin(struct http_conn *c, struct proc *p, const struct buf *d,
 		    proc_id(p), strerror(errno));
 		return -1;
 	}
-	if (proc_stdin_full(p) && proc_stdin_hold(p, c,
-	    api_envd_stdin_wake) == 0) {
-		http_conn_own(c, p, NULL, api_envd_stdin_gone);
+	if (job_input_full(&p->job) && job_input_hold(&p->job, c,
+	    api_envd_input_wake) == 0) {
+		http_conn_own(c, &p->job, NULL, api_envd_input_gone);
 		return 0;
 	}
 	api_envd_ok(c);
@@ -502,7 +481,7 @@ static int
 api_envd_to_tty(struct http_conn *c, struct term *t, const struct buf *d,
     struct envd_err *e)
 {
-	if (term_input_writer(t) != NULL) {
+	if (job_input_writer(term_job(t)) != NULL) {
 		envd_err_set(e, "unavailable", "input of '%s' is busy with "
 		    "another writer", term_id(t));
 		return -1;
@@ -512,9 +491,9 @@ api_envd_to_tty(struct http_conn *c, struct term *t, const struct buf *d,
 		    term_id(t));
 		return -1;
 	}
-	if (term_input_full(t) && term_input_hold(t, c,
-	    api_envd_tty_wake) == 0) {
-		http_conn_own(c, t, NULL, api_envd_tty_gone);
+	if (job_input_full(term_job(t)) && job_input_hold(term_job(t), c,
+	    api_envd_input_wake) == 0) {
+		http_conn_own(c, term_job(t), NULL, api_envd_input_gone);
 		return 0;
 	}
 	api_envd_ok(c);

@@ -39,7 +39,10 @@ char	*api_envd_end_json(const struct envd_target *, bool *timed_out);
 /* pty.size.cols and rows, 0 (absent) for the default. */
 int	api_envd_pty_size(const cJSON *pty, unsigned int *cols,
 	    unsigned int *rows, struct envd_err *);
-/* Keep the names of envs for rec (best effort: List shows {} without). */
+/*
+ * Keep the names of envs for rec, the process's or terminal's job (best
+ * effort: List shows {} without).
+ */
 void	api_envd_names_add(struct api *, const void *rec,
 	    const cJSON *envs);
 

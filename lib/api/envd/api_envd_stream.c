@@ -486,8 +486,8 @@ api_envd_stream_start(struct http_conn *c, struct http_req *r)
 		if (t.p == NULL && t.t == NULL)
 			api_envd_stream_spawn_err(failed, err, &l, &e);
 		else
-			api_envd_names_add(a, t.p != NULL ? (void *)t.p :
-			    (void *)t.t, l.envs);
+			api_envd_names_add(a, t.p != NULL ? &t.p->job :
+			    term_job(t.t), l.envs);
 	}
 	if (t.p != NULL || t.t != NULL)
 		api_envd_stream_open(c, r, &t, true, 0);
