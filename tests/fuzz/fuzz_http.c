@@ -111,7 +111,7 @@ fz_files(struct http_conn *c, struct http_req *r)
 /* A streamed request body that pauses reading, as a full stdin pipe does */
 
 /*
- * As proc_stdin_hold and proc_stdin_release: a request whose body the
+ * As job_input_hold and proc_stdin_release: a request whose body the
  * "process" cannot take yet is held, its reading paused and the holder
  * registered as the connection's owner, until the "pipe" drains some
  * loop turns later, or the request's handler runs.  The holder keeps the
