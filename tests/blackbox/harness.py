@@ -24,6 +24,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import unittest
 
@@ -657,6 +658,62 @@ class Agent:
     def proc_dir(self, boot_id, pid_id):
         return os.path.join(self.state, "boots", boot_id, "procs", pid_id)
 
+
+
+class HealthProbe:
+    """GET /v1/health on a thread while an operation runs: every reply's
+    time in lat, failures in errors, count the probes sent.  interval is
+    the pause between probes; with late, a probe that waits longer than
+    interval also stands for the probes it kept from being sent on time
+    (d - interval, d - 2 * interval, ...), so that a loop held for a second
+    counts as a second of slow health checks, not as one."""
+
+    def __init__(self, agent, interval=0.003, timeout=10, late=False, settle=0.0):
+        self.agent = agent
+        self.interval = interval
+        self.timeout = timeout
+        self.late = late
+        self.settle = settle
+        self.lat = []
+        self.errors = []
+        self.count = 0
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            t = time.monotonic()
+            try:
+                r = self.agent.get("/v1/health", timeout=self.timeout)
+                if r.status != 200:
+                    self.errors.append(r)
+            except OSError as e:
+                self.errors.append(e)
+            d = time.monotonic() - t
+            self.lat.append(d)
+            self.count += 1
+            more = d - self.interval
+            while self.late and more > 0:
+                self.lat.append(more)
+                more -= self.interval
+            time.sleep(max(0.0, self.interval - d) if self.late else self.interval)
+
+    @property
+    def worst(self):
+        return max(self.lat) if self.lat else 0.0
+
+    def p99(self):
+        s = sorted(self.lat)
+        return s[min(len(s) - 1, int(len(s) * 0.99))] if s else 0.0
+
+    def __enter__(self):
+        self._t.start()
+        time.sleep(self.settle)
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._t.join(scaled(self.timeout + 5))
 
 def read_file(path):
     with open(path, "rb") as f:

@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLOW, Agent, AgentTestCase, poll, read_file, scaled  # noqa: E402
+from harness import SLOW, Agent, AgentTestCase, HealthProbe, poll, read_file, scaled  # noqa: E402
 from test_logs import LiveStream, collect  # noqa: E402
 
 MiB = 1 << 20
@@ -29,39 +29,6 @@ REC = 32                        # bytes per index record
 
 def unb64(s):
     return base64.b64decode(s.encode(), validate=True)
-
-
-class HealthProbe:
-    """GET /v1/health in a loop on a thread; the slowest reply seen."""
-
-    def __init__(self, agent):
-        self.agent = agent
-        self.worst = 0.0
-        self.count = 0
-        self.errors = []
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            t = time.monotonic()
-            try:
-                r = self.agent.get("/v1/health", timeout=10)
-                if r.status != 200:
-                    self.errors.append(r)
-            except OSError as e:
-                self.errors.append(e)
-            self.worst = max(self.worst, time.monotonic() - t)
-            self.count += 1
-            time.sleep(0.003)
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join(scaled(15))
 
 
 def agent_cpu(pid):

@@ -13,11 +13,10 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import SLOW, AgentTestCase, poll, scaled  # noqa: E402
+from harness import SLOW, AgentTestCase, HealthProbe, poll, scaled  # noqa: E402
 from test_envd import Stream  # noqa: E402
 
 MiB = 1 << 20
@@ -40,51 +39,6 @@ def reset_hwm(pid):
         return True
     except OSError:
         return False
-
-
-class HealthTimes:
-    """GET /v1/health every INTERVAL s on a thread, every reply's time kept.
-    A probe that waits longer also stands for the probes it kept from being
-    sent on time (d - INTERVAL, d - 2 * INTERVAL, ...): a loop held for a
-    second counts as a second of slow health checks, not as one."""
-
-    INTERVAL = 0.005
-
-    def __init__(self, agent):
-        self.agent = agent
-        self.times = []
-        self.errors = []
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        while not self._stop.is_set():
-            t = time.monotonic()
-            try:
-                r = self.agent.get("/v1/health", timeout=10)
-                if r.status != 200:
-                    self.errors.append(r)
-            except OSError as e:
-                self.errors.append(e)
-            d = time.monotonic() - t
-            self.times.append(d)
-            late = d - self.INTERVAL
-            while late > 0:
-                self.times.append(late)
-                late -= self.INTERVAL
-            time.sleep(max(0.0, self.INTERVAL - d))
-
-    def p99(self):
-        t = sorted(self.times)
-        return t[min(len(t) - 1, int(len(t) * 0.99))] if t else 0.0
-
-    def __enter__(self):
-        self._t.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._t.join(scaled(15))
 
 
 class TestUnreadEnvdStreams(AgentTestCase):
@@ -198,7 +152,7 @@ class TestJSONPollStreamed(AgentTestCase):
         hwm0 = status_kib(pid, "VmHWM")
         target = "/v1/processes/big/logs?limitBytes=%d" % self.SIZE
         files = [os.path.join(a.tmp, "poll%d.json" % i) for i in range(self.POLLS)]
-        with HealthTimes(a) as h:
+        with HealthProbe(a, interval=0.005, late=True) as h:
             time.sleep(0.2)
             t0 = time.monotonic()
             ps = [subprocess.Popen([sys.executable, "-c", POLLER, a.sock, target, f])
@@ -208,11 +162,11 @@ class TestJSONPollStreamed(AgentTestCase):
             took = time.monotonic() - t0
             time.sleep(0.2)
         hwm1 = status_kib(pid, "VmHWM")
-        p99, worst = h.p99(), max(h.times)
+        p99, worst = h.p99(), h.worst
         sys.stderr.write("\n  %d parallel JSON polls of %d MiB in %.2f s: VmHWM %d -> %d KiB; "
                          "health p99 %.1f ms, max %.1f ms, %d samples\n"
                          % (self.POLLS, self.SIZE // MiB, took, hwm0, hwm1, p99 * 1000,
-                            worst * 1000, len(h.times)))
+                            worst * 1000, len(h.lat)))
         for f in files:
             with open(f, "rb") as fp:
                 status, hd, body = parse_reply(fp.read())
