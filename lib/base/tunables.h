@@ -240,6 +240,8 @@
  * pass it is left out (a listing stays bounded whatever others set).
  */
 #define ENVD_META_READ_MAX	(64 * 1024)
+/* A file's list of attribute names: the kernel's most (XATTR_LIST_MAX). */
+#define ENVD_META_LIST_MAX	(64 * 1024)
 #define USER_HOME_MAX		1024	/* of a home directory, NUL included */
 
 /* Watching (core/watch, api/api_watch) and envd's files (api/envd/, net/multipart). */

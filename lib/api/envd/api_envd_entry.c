@@ -112,7 +112,7 @@ api_envd_entry_type(mode_t m)
 cJSON *
 api_envd_entry_meta(int fd)
 {
-	static char	 names[XATTR_LIST_MAX], value[ENVD_META_READ_MAX + 1];
+	static char	 names[ENVD_META_LIST_MAX], value[ENVD_META_READ_MAX + 1];
 	const size_t	 plen = sizeof(ENVD_META_PREFIX) - 1;
 	char		 fdname[64];
 	const char	*n, *key;
