@@ -13,7 +13,7 @@
 #include "base/util.h"
 
 struct api_execwait {
-	struct proc_watch	 w;
+	struct job_watch	 w;
 	struct http_conn	*c;
 	uint64_t		 max;
 	int64_t			 t0;
@@ -60,7 +60,7 @@ static void
 api_exec_forget(struct api_execwait *x)
 {
 	http_conn_own(x->c, NULL, NULL, NULL);
-	proc_watch_del(&x->w);
+	job_watch_del(&x->w);
 	free(x);
 }
 
@@ -99,16 +99,16 @@ api_exec_reply(struct api_execwait *x, struct proc *p)
 }
 
 static void
-api_exec_event(struct proc_watch *w, enum proc_event ev)
+api_exec_event(struct job_watch *w, enum job_event ev)
 {
 	struct api_execwait	*x = container_of(w, struct api_execwait, w);
 	struct http_conn	*c = x->c;
 
-	if (ev == PROC_EV_GONE) {
+	if (ev == JOB_EV_GONE) {
 		api_exec_forget(x);
 		http_reply_error(c, 404, "not_found", "the process was removed");
-	} else if (ev == PROC_EV_EXIT)
-		api_exec_reply(x, w->proc);
+	} else if (ev == JOB_EV_EXIT)
+		api_exec_reply(x, proc_of(w->job));
 }
 
 static void
@@ -117,7 +117,7 @@ api_exec_closed(struct http_conn *c, void *owner)
 	struct api_execwait	*x = owner;
 
 	(void)c;
-	proc_watch_del(&x->w);
+	job_watch_del(&x->w);
 	free(x);
 }
 
@@ -160,7 +160,7 @@ api_exec_wait(struct http_conn *c, struct proc *p, uint64_t max, int64_t t0)
 	x->c = c;
 	x->max = max;
 	x->t0 = t0;
-	proc_watch_add(p, &x->w, api_exec_event);
+	job_watch_add(proc_job(p), &x->w, api_exec_event);
 	http_conn_own(c, x, NULL, api_exec_closed);
 	if (proc_ended(p, PROC_END_ROOT))
 		api_exec_reply(x, p);

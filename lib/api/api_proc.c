@@ -357,7 +357,7 @@ api_stdin(struct http_conn *c, struct http_req *r)
  * wait times out; either way the reply is the status at that moment.
  */
 struct api_waiter {
-	struct proc_watch	 w;
+	struct job_watch	 w;	/* of the process */
 	ev_timer		 timer;
 	struct http_conn	*c;
 	struct ev_loop		*loop;
@@ -366,7 +366,7 @@ struct api_waiter {
 static void
 api_waiter_free(struct api_waiter *wt)
 {
-	proc_watch_del(&wt->w);
+	job_watch_del(&wt->w);
 	ev_timer_stop(wt->loop, &wt->timer);
 	free(wt);
 }
@@ -385,13 +385,13 @@ api_waiter_done(struct api_waiter *wt, struct proc *p)
 }
 
 static void
-api_waiter_event(struct proc_watch *w, enum proc_event ev)
+api_waiter_event(struct job_watch *w, enum job_event ev)
 {
 	struct api_waiter	*wt = container_of(w, struct api_waiter, w);
 
-	if (ev == PROC_EV_END)
-		api_waiter_done(wt, w->proc);
-	else if (ev == PROC_EV_GONE)
+	if (ev == JOB_EV_END)
+		api_waiter_done(wt, proc_of(w->job));
+	else if (ev == JOB_EV_GONE)
 		api_waiter_done(wt, NULL);
 }
 
@@ -402,7 +402,7 @@ api_waiter_timer(struct ev_loop *loop, ev_timer *t, int revents)
 
 	(void)loop;
 	(void)revents;
-	api_waiter_done(wt, wt->w.proc);
+	api_waiter_done(wt, proc_of(wt->w.job));
 }
 
 static void
@@ -437,7 +437,7 @@ api_wait(struct http_conn *c, struct http_req *r)
 	}
 	wt->c = c;
 	wt->loop = proctab_loop(api_of(c)->tab);
-	proc_watch_add(p, &wt->w, api_waiter_event);
+	job_watch_add(proc_job(p), &wt->w, api_waiter_event);
 	ev_timer_init(&wt->timer, api_waiter_timer, ms / 1000.0, 0.);
 	if (ms > 0)
 		ev_timer_start(wt->loop, &wt->timer);

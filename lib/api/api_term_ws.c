@@ -27,7 +27,7 @@ struct api_term_ws {
 	struct termtab		*tt;
 	struct term		*t;	/* NULL once removed, or src's */
 	struct api_term_src	 src;
-	struct term_watch	 w;
+	struct job_watch	 w;	/* of the terminal */
 	struct follow		*f;	/* NULL once it ended */
 	struct wsconn		*ws;	/* NULL until upgraded */
 	ev_timer		 retry;	/* input held by another writer */
@@ -353,7 +353,7 @@ api_term_ws_free(struct api_term_ws *s)
 		job_input_unhold(term_job(s->t));
 	ev_timer_stop(s->loop, &s->retry);
 	follow_free(s->f);
-	term_watch_del(&s->w);
+	job_watch_del(&s->w);
 	api_term_src_free(&s->src);
 	free(s);
 }
@@ -375,11 +375,11 @@ static const struct wsconn_ops api_term_ws_ops = {
 
 /* Removal of the terminal: the follow ends (GONE), input stops. */
 static void
-api_term_ws_term_event(struct term_watch *w, enum term_event ev)
+api_term_ws_term_event(struct job_watch *w, enum job_event ev)
 {
 	struct api_term_ws	*s = container_of(w, struct api_term_ws, w);
 
-	if (ev == TERM_EV_GONE)
+	if (ev == JOB_EV_GONE)
 		s->t = NULL;
 }
 
@@ -481,7 +481,7 @@ api_term_ws_attach(struct http_conn *c, struct api_term_ws *s,
     const char *accept)
 {
 	if (s->t != NULL)
-		term_watch_add(s->t, &s->w, api_term_ws_term_event);
+		job_watch_add(term_job(s->t), &s->w, api_term_ws_term_event);
 	http_conn_own(c, s, api_term_ws_take, api_term_ws_http_closed);
 	if (http_reply_upgrade(c, "websocket", accept) == 0)
 		api_term_ws_take(c, s);

@@ -19,8 +19,8 @@
 #include "follow.h"
 
 struct follow {
-	struct proc_watch	 w;		/* the live process, once started */
-	struct term_watch	 tw;		/* or the live terminal */
+	struct job_watch	 w;		/* the live process or terminal,
+						   once started */
 	ev_timer		 beat;		/* heartbeat */
 	struct turn		 resume;	/* budget spent: go on next turn */
 	ev_timer		 tailwait;	/* the last record stops growing */
@@ -700,31 +700,18 @@ follow_pump(struct follow *f)
 		follow_end(f, FOLLOW_ENDED);
 	else if (!f->o.follow)
 		follow_end(f, FOLLOW_CAUGHT_UP);
-	/* else more comes with PROC_EV_OUTPUT */
+	/* else more comes with JOB_EV_OUTPUT */
 }
 
 /* ------------------------------------------------------------------ */
 /* Plumbing */
 
 static void
-follow_event(struct proc_watch *w, enum proc_event ev)
+follow_event(struct job_watch *w, enum job_event ev)
 {
 	struct follow	*f = container_of(w, struct follow, w);
 
-	if (ev == PROC_EV_GONE) {
-		if (!f->done)
-			follow_end(f, FOLLOW_GONE);
-		return;
-	}
-	follow_pump(f);
-}
-
-static void
-follow_term_event(struct term_watch *w, enum term_event ev)
-{
-	struct follow	*f = container_of(w, struct follow, tw);
-
-	if (ev == TERM_EV_GONE) {
+	if (ev == JOB_EV_GONE) {
 		f->term = NULL;		/* the watch is already off */
 		if (!f->done)
 			follow_end(f, FOLLOW_GONE);
@@ -750,9 +737,9 @@ follow_attach(struct follow *f, const struct follow_sink *sink, void *ctx)
 	f->sink = sink;
 	f->ctx = ctx;
 	if (f->proc != NULL)
-		proc_watch_add(f->proc, &f->w, follow_event);
+		job_watch_add(proc_job(f->proc), &f->w, follow_event);
 	else if (f->term != NULL)
-		term_watch_add(f->term, &f->tw, follow_term_event);
+		job_watch_add(term_job(f->term), &f->w, follow_event);
 }
 
 void
@@ -810,10 +797,7 @@ follow_free(struct follow *f)
 {
 	if (f == NULL)
 		return;
-	if (f->w.proc != NULL)
-		proc_watch_del(&f->w);
-	if (f->tw.term != NULL)
-		term_watch_del(&f->tw);
+	job_watch_del(&f->w);
 	follow_log_bad(f);
 	ev_timer_stop(f->loop, &f->beat);
 	ev_timer_stop(f->loop, &f->tailwait);

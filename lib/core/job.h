@@ -16,6 +16,7 @@
 
 #include <sys/types.h>
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <ev.h>
@@ -151,6 +152,16 @@ struct jobtab {
 /* The root's exit: NULL until it is reaped. */
 const struct exit_status *job_exit(struct job *);
 const char *job_id(struct job *);
+
+/* 0 while it runs, else -1 and ESRCH: a signal's or a resize's check. */
+static inline int
+job_running(const struct job *j)
+{
+	if (j->state == JOB_RUNNING)
+		return 0;
+	errno = ESRCH;
+	return -1;
+}
 
 /* ---- the table ---- */
 

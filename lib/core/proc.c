@@ -61,59 +61,11 @@ static const struct job_kind proc_kind = {
 	proc_kind_free
 };
 
-/* The process of a job of this table (NULL for NULL: a list's end). */
-static struct proc *
-proc_of(struct job *j)
-{
-	return j != NULL ? container_of(j, struct proc, job) : NULL;
-}
-
 /* The table of a process. */
 static struct proctab *
 proc_tab(struct proc *p)
 {
 	return container_of(p->job.tab, struct proctab, jobs);
-}
-
-/* ------------------------------------------------------------------ */
-/* The table's order */
-
-struct proc *
-proc_next(struct proc *p)
-{
-	return proc_of(p->job.next);
-}
-
-/* ------------------------------------------------------------------ */
-/* Who is told: watchers of a record */
-
-/* The engine's events are the process's own (proc.h numbers them so). */
-static void
-proc_watch_tell(struct job_watch *jw, enum job_event ev)
-{
-	struct proc_watch	*w = container_of(jw, struct proc_watch, jw);
-
-	if (ev == JOB_EV_GONE)
-		w->proc = NULL;
-	w->fn(w, (enum proc_event)ev);
-}
-
-void
-proc_watch_add(struct proc *p, struct proc_watch *w,
-    void (*fn)(struct proc_watch *, enum proc_event))
-{
-	w->proc = p;
-	w->fn = fn;
-	job_watch_add(&p->job, &w->jw, proc_watch_tell);
-}
-
-void
-proc_watch_del(struct proc_watch *w)
-{
-	if (w->proc == NULL)
-		return;
-	w->proc = NULL;
-	job_watch_del(&w->jw);
 }
 
 /* ------------------------------------------------------------------ */
@@ -142,18 +94,6 @@ proc_state_name(enum proc_state s)
 	default:
 		return "error";
 	}
-}
-
-const char *
-proc_id(struct proc *p)
-{
-	return p->job.id;
-}
-
-struct job *
-proc_job(struct proc *p)
-{
-	return &p->job;
 }
 
 enum proc_state
@@ -679,10 +619,8 @@ proc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 int
 proc_terminate(struct proc *p)
 {
-	if (p->job.state != JOB_RUNNING) {
-		errno = ESRCH;
+	if (job_running(&p->job) == -1)
 		return -1;
-	}
 	(void)proc_group_kill(p, SIGTERM);
 	job_grace_start(&p->job);
 	return 0;
@@ -697,10 +635,8 @@ proc_grace(struct proc *p)
 int
 proc_kill(struct proc *p, int sig, bool group)
 {
-	if (p->job.state != JOB_RUNNING) {
-		errno = ESRCH;
+	if (job_running(&p->job) == -1)
 		return -1;
-	}
 	if (group)
 		return proc_group_kill(p, sig);
 	return job_kill_root(&p->job, sig);
@@ -789,12 +725,6 @@ proc_status_build(struct proc *p, bool live)
 
 /* ------------------------------------------------------------------ */
 /* Removal and shutdown */
-
-int
-proc_delete(struct proc *p)
-{
-	return job_delete(&p->job);
-}
 
 /* The engine freed the job's part: the process's own, then the memory. */
 static void

@@ -28,7 +28,10 @@ enum proc_state {
 					   status */
 };
 
-/* What a watcher is told. */
+/*
+ * What a watcher of a process is told (job_watch_add on proc_job(p)):
+ * the job's events, by a process's names.
+ */
 enum proc_event {
 	PROC_EV_OUTPUT = JOB_EV_OUTPUT,	/* new index records */
 	PROC_EV_EXIT = JOB_EV_EXIT,	/* the root was reaped */
@@ -44,19 +47,6 @@ enum proc_end {
 	PROC_END_ROOT,	/* the root was reaped (exec's reply and stream) */
 	PROC_END_STATE,	/* the record left running */
 	PROC_END_OUTPUT	/* left running, and all its output is stored */
-};
-
-/*
- * A party interested in one process (a waiter, a follower): embedded in
- * its owner, recovered with container_of in fn.  proc is the process
- * watched, NULL once the watch is removed.  In fn a watcher may remove
- * any watch, free it, add one; not remove the record (proc_delete): the
- * table's own removals wait for the loop (trimming) for that reason.
- */
-struct proc_watch {
-	struct job_watch	 jw;	/* the engine's */
-	struct proc		*proc;
-	void			(*fn)(struct proc_watch *, enum proc_event);
 };
 
 /*
@@ -96,8 +86,12 @@ struct proc_opts {
 	cJSON		*tags;		/* copied, as text */
 };
 
+/* The process of a job of a process table (NULL for NULL). */
+#define proc_of(j)	((struct proc *)(void *)(j))
+/* The engine's part, for what serves processes and terminals alike. */
+#define proc_job(p)	(&(p)->job)
 /* The next record in launch order (proctab_first), or NULL. */
-struct proc *proc_next(struct proc *);
+#define proc_next(p)	proc_of((p)->job.next)
 
 /*
  * Launch.  Returns the record, or NULL with *err set: the errno of a failed
@@ -130,10 +124,8 @@ bool	proc_stdin_open(struct proc *);
  * (SIGKILL) once the files are gone.  -1 and errno when the files could
  * not be removed: then the record stays as it was.
  */
-int	proc_delete(struct proc *);
-const char *proc_id(struct proc *);
-/* The engine's part, for what serves processes and terminals alike. */
-struct job *proc_job(struct proc *);
+#define proc_delete(p)	job_delete(proc_job(p))
+#define proc_id(p)	job_id(proc_job(p))
 enum proc_state proc_state(struct proc *);
 int64_t	proc_started_ms(struct proc *);
 pid_t	proc_pid(struct proc *);	/* the root's, also the group's */
@@ -148,9 +140,6 @@ const struct exit_status *proc_exit(struct proc *);
 cJSON	*proc_exit_json(struct proc *);
 const char *proc_state_name(enum proc_state);
 
-void	proc_watch_add(struct proc *, struct proc_watch *,
-	    void (*)(struct proc_watch *, enum proc_event));
-void	proc_watch_del(struct proc_watch *);
 /* The record's stored output, its files reopened if need be; NULL+errno. */
 struct logstore *proc_store(struct proc *);
 /* Take what the pipes hold now, all of it. */

@@ -61,13 +61,6 @@ static const struct job_kind term_kind = {
 	term_kind_free
 };
 
-/* The terminal of a job of this table (NULL for NULL: a list's end). */
-static struct term *
-term_of(struct job *j)
-{
-	return j != NULL ? container_of(j, struct term, job) : NULL;
-}
-
 /* ------------------------------------------------------------------ */
 /* The table */
 
@@ -148,55 +141,6 @@ termtab_first(struct termtab *tt)
 	return term_of(tt->jobs.head);
 }
 
-struct term *
-term_next(struct term *t)
-{
-	return term_of(t->job.next);
-}
-
-/* ------------------------------------------------------------------ */
-/* Who is told: watchers of a terminal */
-
-/* Of the engine's events a terminal has three (no EXIT, no EOF). */
-static void
-term_watch_tell(struct job_watch *jw, enum job_event ev)
-{
-	struct term_watch	*w = container_of(jw, struct term_watch, jw);
-
-	switch (ev) {
-	case JOB_EV_OUTPUT:
-		w->fn(w, TERM_EV_OUTPUT);
-		break;
-	case JOB_EV_END:
-		w->fn(w, TERM_EV_END);
-		break;
-	case JOB_EV_GONE:
-		w->term = NULL;
-		w->fn(w, TERM_EV_GONE);
-		break;
-	default:
-		break;
-	}
-}
-
-void
-term_watch_add(struct term *t, struct term_watch *w,
-    void (*fn)(struct term_watch *, enum term_event))
-{
-	w->term = t;
-	w->fn = fn;
-	job_watch_add(&t->job, &w->jw, term_watch_tell);
-}
-
-void
-term_watch_del(struct term_watch *w)
-{
-	if (w->term == NULL)
-		return;
-	w->term = NULL;
-	job_watch_del(&w->jw);
-}
-
 struct logstore *
 term_store(struct term *t)
 {
@@ -210,12 +154,6 @@ struct term *
 term_find(struct termtab *tt, const char *id)
 {
 	return term_of(job_find(&tt->jobs, id));
-}
-
-const char *
-term_id(struct term *t)
-{
-	return t->job.id;
 }
 
 struct job *
@@ -616,10 +554,8 @@ term_kind_signal(struct job *j, int sig)
 int
 term_terminate(struct term *t)
 {
-	if (t->job.state != JOB_RUNNING) {
-		errno = ESRCH;
+	if (job_running(&t->job) == -1)
 		return -1;
-	}
 	(void)term_signal_session(t, SIGHUP);
 	(void)term_signal_session(t, SIGTERM);
 	(void)term_signal_session(t, SIGCONT);
@@ -653,12 +589,6 @@ term_input(struct term *t, const void *d, size_t n)
 
 /* ------------------------------------------------------------------ */
 /* Removal and shutdown */
-
-int
-term_delete(struct term *t)
-{
-	return job_delete(&t->job);
-}
 
 /* The engine freed the job's part: the terminal's own, then the memory. */
 static void

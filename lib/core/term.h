@@ -13,7 +13,7 @@
  * told TERM_EV_END only then: output written just before the exit is in
  * the store before anyone hears of the end.
  *
- * A follower (the connect pass) attaches with term_watch_add, reads
+ * A follower (the connect pass) attaches with job_watch_add, reads
  * term_store() from its cursor on TERM_EV_OUTPUT, and sends the exit on
  * TERM_EV_END (term_ended() true, term_exit_json()): by then nothing
  * more will be stored.
@@ -42,22 +42,18 @@ enum term_state {
 					   (on disk) */
 };
 
-/* What a watcher is told. */
-enum term_event {
-	TERM_EV_OUTPUT,	/* new bytes in the store */
-	TERM_EV_END,	/* ended: every byte it will have is stored */
-	TERM_EV_GONE	/* being removed: the watch is already off */
-};
-
 /*
- * A party interested in one terminal, embedded in its owner.  In fn a
- * watcher may remove any watch, free it, add one; not delete the
- * terminal.  term is NULL once the watch is removed.
+ * What a watcher of a terminal is told (job_watch_add on term_job(t)):
+ * three of the job's events, by a terminal's names (a terminal tells no
+ * EXIT and no EOF).  In fn a watcher may remove any watch, free it, add
+ * one; not delete the terminal.
  */
-struct term_watch {
-	struct job_watch	 jw;	/* the engine's */
-	struct term		*term;
-	void			(*fn)(struct term_watch *, enum term_event);
+enum term_event {
+	TERM_EV_OUTPUT = JOB_EV_OUTPUT,	/* new bytes in the store */
+	TERM_EV_END = JOB_EV_END,	/* ended: every byte it will have is
+					   stored */
+	TERM_EV_GONE = JOB_EV_GONE	/* being removed: the watch is already
+					   off */
 };
 
 struct term_opts {
@@ -90,7 +86,7 @@ int	termtab_maxlive(struct termtab *);	/* TERM_MAX_LIVE */
 const char *termtab_boot(struct termtab *);
 int	termtab_statefd(struct termtab *);
 struct term *termtab_first(struct termtab *);
-struct term *term_next(struct term *);
+#define term_next(t)	term_of(term_job(t)->next)
 /* Subscribers of every terminal: jobtab_subscribe on &tt->jobs. */
 /* sig to every process of every live terminal's session (shutdown). */
 void	termtab_signal_all(struct termtab *, int sig);
@@ -108,9 +104,11 @@ struct term *term_find(struct termtab *, const char *id);
 /* A pid reaped by the agent's one reap loop: ours, or ignored. */
 void	term_reaped(struct termtab *, pid_t, int wstatus);
 
-const char *term_id(struct term *);
 /* The engine's part, for what serves processes and terminals alike. */
 struct job *term_job(struct term *);
+/* The terminal of a job of a terminal table (its first member). */
+#define term_of(j)	((struct term *)(void *)(j))
+#define term_id(t)	job_id(term_job(t))
 int64_t	term_created_ms(struct term *);	/* names its cursors */
 pid_t	term_pid(struct term *);	/* the session leader's */
 bool	term_ended(struct term *);
@@ -146,10 +144,7 @@ int	term_resize(struct term *, unsigned int cols, unsigned int rows);
 int	term_input(struct term *, const void *, size_t);
 
 /* Kill the session (KILL), remove the files and the record.  -1, errno. */
-int	term_delete(struct term *);
+#define term_delete(t)	job_delete(term_job(t))
 
-void	term_watch_add(struct term *, struct term_watch *,
-	    void (*)(struct term_watch *, enum term_event));
-void	term_watch_del(struct term_watch *);
 
 #endif

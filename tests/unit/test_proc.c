@@ -42,7 +42,7 @@ Suite *proc_suite(void);
 
 /* Events a watcher saw, in order. */
 struct seen {
-	struct proc_watch	w;
+	struct job_watch	w;
 	int			n[PROC_EV_GONE + 1];
 	char			order[64];
 };
@@ -68,8 +68,8 @@ static int	spawn_err(struct proc_opts *, bool *);
 static char	*rec_file(struct proc *, const char *, size_t *);
 static cJSON	*rec_json(struct proc *, const char *);
 static cJSON	*item(cJSON *, const char *);
-static void	seen_cb(struct proc_watch *, enum proc_event);
-static void	end_cb(struct proc_watch *, enum proc_event);
+static void	seen_cb(struct job_watch *, enum job_event);
+static void	end_cb(struct job_watch *, enum job_event);
 static bool	no_zombie(void *);
 static bool	has_status(void *);
 static bool	on_valgrind(void);
@@ -221,13 +221,13 @@ item(cJSON *j, const char *key)
 }
 
 static void
-seen_cb(struct proc_watch *w, enum proc_event ev)
+seen_cb(struct job_watch *w, enum job_event ev)
 {
 	struct seen	*s = (struct seen *)w;
 	size_t		 n = strlen(s->order);
 
 	s->n[ev]++;
-	if (ev != PROC_EV_OUTPUT && n + 1 < sizeof(s->order)) {
+	if (ev != JOB_EV_OUTPUT && n + 1 < sizeof(s->order)) {
 		s->order[n] = "OXEFG"[ev];	/* F: EOF */
 		s->order[n + 1] = '\0';
 	}
@@ -710,15 +710,15 @@ END_TEST
 
 /* At END the output of the whole group is in, whoever wrote it last. */
 static void
-end_cb(struct proc_watch *w, enum proc_event ev)
+end_cb(struct job_watch *w, enum job_event ev)
 {
 	struct seen	*s = (struct seen *)w;
 
 	seen_cb(w, ev);
-	if (ev == PROC_EV_END) {
-		ck_assert_uint_eq(w->proc->job.rec.ls.end[LS_STDOUT], 5);
-		ck_assert(proc_output_done(w->proc));
-		ck_assert_int_eq(w->proc->job.state, PROC_EXITED);
+	if (ev == JOB_EV_END) {
+		ck_assert_uint_eq(proc_of(w->job)->job.rec.ls.end[LS_STDOUT], 5);
+		ck_assert(proc_output_done(proc_of(w->job)));
+		ck_assert_int_eq(proc_of(w->job)->job.state, PROC_EXITED);
 		s->n[PROC_EV_GONE] = 100;	/* marks the check as done */
 	}
 }
@@ -733,7 +733,7 @@ START_TEST(group_settles_late)
 
 	memset(&s, 0, sizeof(s));
 	p = spawn(&o);
-	proc_watch_add(p, &s.w, end_cb);
+	job_watch_add(proc_job(p), &s.w, end_cb);
 	ck_assert(tu_run_until(loop, is_reaped, p, WAIT_S));
 	ck_assert_int_eq(p->job.exit.code, 0);
 	/* The root is gone, its group is not. */
@@ -751,7 +751,7 @@ START_TEST(group_settles_late)
 	ck_assert_int_eq(s.n[PROC_EV_END], 1);
 	ck_assert_int_eq(s.n[PROC_EV_GONE], 100);
 	ck_assert_int_eq(tab.jobs.nlive, 0);
-	proc_watch_del(&s.w);
+	job_watch_del(&s.w);
 }
 END_TEST
 
@@ -1280,9 +1280,9 @@ START_TEST(watchers_and_delete)
 	memset(&s, 0, sizeof(s));
 	memset(&quiet, 0, sizeof(quiet));
 	p = spawn(&o);
-	proc_watch_add(p, &s.w, seen_cb);
-	proc_watch_add(p, &quiet.w, seen_cb);
-	proc_watch_del(&quiet.w);
+	job_watch_add(proc_job(p), &s.w, seen_cb);
+	job_watch_add(proc_job(p), &quiet.w, seen_cb);
+	job_watch_del(&quiet.w);
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
 	ck_assert_int_ge(s.n[PROC_EV_OUTPUT], 1);
 	ck_assert_int_eq(s.n[PROC_EV_EXIT], 1);
@@ -1298,13 +1298,13 @@ START_TEST(watchers_and_delete)
 	ck_assert_ptr_nonnull(strchr(s.order, 'F'));
 	ck_assert(strchr(s.order, 'F') < strchr(s.order, 'E'));
 	ck_assert_str_eq(quiet.order, "");
-	ck_assert_ptr_null(quiet.w.proc);
+	ck_assert_ptr_null(quiet.w.job);
 
 	snprintf(id, sizeof(id), "%s", p->job.id);
 	ck_assert(tu_exists(procsfd, id));
 	proc_delete(p);
 	ck_assert_int_eq(s.n[PROC_EV_GONE], 1);
-	ck_assert_ptr_null(s.w.proc);
+	ck_assert_ptr_null(s.w.job);
 	ck_assert(!tu_exists(procsfd, id));
 	ck_assert_ptr_null(proc_find(&tab, id));
 	ck_assert_ptr_null(tab.jobs.head);
@@ -1515,7 +1515,7 @@ END_TEST
  * event stream or a terminal session closing a sibling does.
  */
 struct sibling {
-	struct proc_watch	 w;
+	struct job_watch	 w;
 	struct sibling		*victim;	/* removed at its first event */
 	bool			 free_it;
 	bool			 self_too;	/* and itself */
@@ -1525,28 +1525,28 @@ struct sibling {
 static int	told_after_removal;
 
 static void
-victim_cb(struct proc_watch *w, enum proc_event ev)
+victim_cb(struct job_watch *w, enum job_event ev)
 {
 	(void)ev;
-	if (w->proc == NULL)
+	if (w->job == NULL)
 		told_after_removal++;
 	((struct sibling *)w)->told++;
 }
 
 static void
-killer_cb(struct proc_watch *w, enum proc_event ev)
+killer_cb(struct job_watch *w, enum job_event ev)
 {
 	struct sibling	*k = (struct sibling *)w;
 
 	(void)ev;
 	k->told++;
 	if (k->victim != NULL) {
-		proc_watch_del(&k->victim->w);
+		job_watch_del(&k->victim->w);
 		if (k->free_it)
 			free(k->victim);
 		k->victim = NULL;
 		if (k->self_too)
-			proc_watch_del(w);
+			job_watch_del(w);
 	}
 }
 
@@ -1562,8 +1562,8 @@ START_TEST(watcher_frees_next)
 	ck_assert_ptr_nonnull(v = calloc(1, sizeof(*v)));
 	p = spawn(&o);
 	/* Added first, told after the killer: the killer's next. */
-	proc_watch_add(p, &v->w, victim_cb);
-	proc_watch_add(p, &k.w, killer_cb);
+	job_watch_add(proc_job(p), &v->w, victim_cb);
+	job_watch_add(proc_job(p), &k.w, killer_cb);
 	k.victim = v;
 	k.free_it = true;
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
@@ -1571,7 +1571,7 @@ START_TEST(watcher_frees_next)
 	ck_assert_ptr_null(k.victim);
 	/* The killer went on hearing: exit, EOF, end at least. */
 	ck_assert_int_ge(k.told, 3);
-	proc_watch_del(&k.w);
+	job_watch_del(&k.w);
 }
 END_TEST
 
@@ -1586,9 +1586,9 @@ START_TEST(watcher_removes_itself_and_next)
 	memset(&v, 0, sizeof(v));
 	memset(&last, 0, sizeof(last));
 	p = spawn(&o);
-	proc_watch_add(p, &last.w, victim_cb);
-	proc_watch_add(p, &v.w, victim_cb);
-	proc_watch_add(p, &k.w, killer_cb);
+	job_watch_add(proc_job(p), &last.w, victim_cb);
+	job_watch_add(proc_job(p), &v.w, victim_cb);
+	job_watch_add(proc_job(p), &k.w, killer_cb);
 	k.victim = &v;
 	k.self_too = true;
 	ck_assert(tu_run_until(loop, is_done, p, WAIT_S));
@@ -1597,8 +1597,8 @@ START_TEST(watcher_removes_itself_and_next)
 	ck_assert_int_eq(v.told, 0);
 	/* The one after both is still told of every event. */
 	ck_assert_int_ge(last.told, 4);
-	ck_assert_ptr_eq(last.w.proc, p);
-	proc_watch_del(&last.w);
+	ck_assert_ptr_eq(proc_of(last.w.job), p);
+	job_watch_del(&last.w);
 }
 END_TEST
 

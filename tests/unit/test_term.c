@@ -31,7 +31,7 @@ extern char **environ;
 
 /* What a watcher saw, in order: 'o'utput, 'e'nd, 'g'one. */
 struct seen {
-	struct term_watch	w;
+	struct job_watch	w;
 	char			order[256];
 	size_t			n;
 	size_t			bytes_at_end;
@@ -113,14 +113,15 @@ create(char **argv)
 }
 
 static void
-seen_cb(struct term_watch *w, enum term_event ev)
+seen_cb(struct job_watch *w, enum job_event ev)
 {
 	struct seen	*s = container_of(w, struct seen, w);
 	struct logstore	*ls;
 
+	/* By the job's numbers: a terminal tells no EXIT ('x'), no EOF. */
 	if (s->n + 1 < sizeof(s->order))
-		s->order[s->n++] = "oeg"[ev];
-	if (ev == TERM_EV_END && (ls = term_store(w->term)) != NULL)
+		s->order[s->n++] = "oxexg"[ev];
+	if (ev == JOB_EV_END && (ls = term_store(term_of(w->job))) != NULL)
 		s->bytes_at_end = ls->end[0];
 }
 
@@ -162,7 +163,7 @@ START_TEST(end_after_last_output)
 	for (i = 0; i < 20; i++) {
 		memset(&s, 0, sizeof(s));
 		t = create(ARGV("/bin/sh", "-c", "printf bye; exit 3"));
-		term_watch_add(t, &s.w, seen_cb);
+		job_watch_add(term_job(t), &s.w, seen_cb);
 		ck_assert(tu_run_until(loop, is_ended, t, WAIT_S));
 		out = stored(t);
 		ck_assert_msg(strlen(out) >= 3 &&
@@ -176,7 +177,7 @@ START_TEST(end_after_last_output)
 		free(out);
 		ck_assert_int_eq(term_delete(t), 0);
 		ck_assert_int_eq(s.order[s.n - 1], 'g');
-		ck_assert_ptr_null(s.w.term);
+		ck_assert_ptr_null(s.w.job);
 	}
 }
 END_TEST

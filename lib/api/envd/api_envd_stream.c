@@ -37,7 +37,7 @@ struct envd_stream {
 
 /* A terminal's lifetime (Start's Connect-Timeout-Ms): KILL at its end. */
 struct envd_life {
-	struct term_watch	 w;
+	struct job_watch	 w;	/* of the terminal */
 	ev_timer		 t;
 	struct ev_loop		*loop;
 };
@@ -404,18 +404,18 @@ api_envd_stream_life_cb(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)loop;
 	(void)revents;
-	(void)term_signal_session(lf->w.term, SIGKILL);
+	(void)term_signal_session(term_of(lf->w.job), SIGKILL);
 }
 
 static void
-api_envd_stream_life_event(struct term_watch *w, enum term_event ev)
+api_envd_stream_life_event(struct job_watch *w, enum job_event ev)
 {
 	struct envd_life	*lf = container_of(w, struct envd_life, w);
 
-	if (ev == TERM_EV_OUTPUT)
+	if (ev != JOB_EV_END && ev != JOB_EV_GONE)
 		return;
-	if (ev == TERM_EV_END)
-		term_watch_del(w);
+	if (ev == JOB_EV_END)
+		job_watch_del(w);
 	ev_timer_stop(lf->loop, &lf->t);
 	free(lf);
 }
@@ -431,7 +431,7 @@ api_envd_stream_life(struct api *a, struct term *t, uint64_t ms)
 	lf->loop = proctab_loop(a->tab);
 	ev_timer_init(&lf->t, api_envd_stream_life_cb, ms / 1000.0, 0.);
 	ev_timer_start(lf->loop, &lf->t);
-	term_watch_add(t, &lf->w, api_envd_stream_life_event);
+	job_watch_add(term_job(t), &lf->w, api_envd_stream_life_event);
 }
 
 static struct term *
