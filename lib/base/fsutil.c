@@ -564,7 +564,8 @@ rmtree_pass(int fd, struct rmlevel *lv, struct rmlevel *child, bool *pending,
 			break;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (*pending && de->d_ino == child->ino) {
+		if (*pending && de->d_ino == child->ino &&
+		    (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)) {
 			*pending = false;
 			if (child->failed)
 				continue;

@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <linux/fs.h>
 
@@ -484,6 +485,69 @@ START_TEST(rmtree_flat_passes_over_what_stays)
 }
 END_TEST
 
+/*
+ * A directory moved out of the tree while the walk is below it: the step
+ * up out of it reaches another directory, and the walk stops there (its
+ * new parent, outside the tree, untouched).  A forked renamer moves level
+ * 10 once the leaf at the bottom is gone, while the walk climbs; on a
+ * loaded machine the walk may outrun it, so a few tries.
+ */
+START_TEST(rmtree_flat_stops_when_moved_away)
+{
+	char	path[64];
+	double	end;
+	pid_t	pid;
+	int	fd, nfd, i, st, rc, try;
+
+	tu_put(tdir, "sentinel", "x");
+	strcpy(path, "deep");
+	for (i = 0; i < 10; i++)
+		strcat(path, "/d");
+	for (try = 0; try < 5; try++) {
+		ck_assert_int_eq(mkdirat(tdir, "deep", 0700), 0);
+		fd = openat(tdir, "deep", O_RDONLY | O_DIRECTORY);
+		ck_assert_int_ge(fd, 0);
+		for (i = 0; i < 3000; i++) {
+			ck_assert_int_eq(mkdirat(fd, "d", 0700), 0);
+			nfd = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+			ck_assert_int_ge(nfd, 0);
+			close(fd);
+			fd = nfd;
+		}
+		tu_put(fd, "leaf", "x");
+		if ((pid = fork()) == 0) {
+			end = tu_now() + 10;
+			while (faccessat(fd, "leaf", F_OK,
+			    AT_SYMLINK_NOFOLLOW) == 0 && tu_now() < end)
+				;
+			_exit(renameat(tdir, path, tdir, "moved") == 0 ? 0 : 1);
+		}
+		ck_assert_int_gt(pid, 0);
+		close(fd);
+		errno = 0;
+		rc = fsutil_rmtree_flat(tdir, "deep");
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert(WIFEXITED(st));
+		if (WEXITSTATUS(st) == 0)
+			break;
+		/* Too late: the walk was past level 10 and removed it all. */
+		ck_assert_int_eq(rc, 0);
+		ck_assert(!tu_exists(tdir, "deep"));
+	}
+	if (try == 5) {
+		TU_SKIP("the walk outran the renamer %d times", try);
+		return;
+	}
+	ck_assert_int_eq(rc, -1);
+	ck_assert_int_eq(errno, ESTALE);
+	ck_assert(tu_exists(tdir, "sentinel"));
+	ck_assert(tu_exists(tdir, "moved"));
+	ck_assert(tu_exists(tdir, "deep"));
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "moved"), 0);
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "deep"), 0);
+}
+END_TEST
+
 /* The check each step up makes: a directory moved away is told apart. */
 START_TEST(rmtree_flat_same_dir)
 {
@@ -818,6 +882,8 @@ fsutil_suite(void)
 
 	tc = tcase_create("rmtree");
 	tcase_add_checked_fixture(tc, setup, teardown);
+	/* 3,000-deep chains on a disk shared with other work. */
+	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, rmtree_nested);
 	tcase_add_test(tc, rmtree_enoent_is_success);
 	tcase_add_test(tc, rmtree_does_not_follow_links);
@@ -826,6 +892,7 @@ fsutil_suite(void)
 	tcase_add_test(tc, rmtree_flat_wide);
 	tcase_add_test(tc, rmtree_flat_passes_over_what_stays);
 	tcase_add_test(tc, rmtree_flat_same_dir);
+	tcase_add_test(tc, rmtree_flat_stops_when_moved_away);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("mkdirs");
