@@ -509,6 +509,196 @@ fsutil_rmtree(int dirfd, const char *name)
 	return rc;
 }
 
+/*
+ * One level of fsutil_rmtree_flat's walk: the directory's identity, the
+ * position of the entry the walk went down into (where its scan resumes
+ * on the way back), and what the pass over it saw.
+ */
+struct rmlevel {
+	dev_t	dev;
+	ino_t	ino;
+	long	at;
+	bool	resumed;	/* the pass went down and came back */
+	bool	progress;	/* the pass removed an entry */
+	bool	failed;		/* an entry stays */
+};
+
+bool
+fsutil_same_dir(int fd, dev_t dev, ino_t ino)
+{
+	struct stat	st;
+
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_dev == dev && st.st_ino == ino;
+}
+
+/*
+ * One pass over lv's directory (fd), from lv->at.  The entry whose inode
+ * is child->ino is the directory just come back from: removed when it is
+ * empty, passed over when it failed.  A directory found is opened into
+ * *cfd (1 returned), to be walked before the pass resumes; 0 at the end
+ * of the directory, -1 and errno when it cannot be read.
+ */
+static int
+rmtree_pass(int fd, struct rmlevel *lv, struct rmlevel *child, bool *pending,
+    int *cfd)
+{
+	struct dirent	*de;
+	DIR		*d;
+	long		 at;
+	int		 dfd, saved;
+
+	if ((dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return -1;
+	if ((d = fdopendir(dfd)) == NULL) {
+		saved = errno;
+		close(dfd);
+		errno = saved;
+		return -1;
+	}
+	/* The dup shares the offset a former pass left: seek always. */
+	seekdir(d, lv->at);
+	for (;;) {
+		at = telldir(d);
+		if ((de = readdir(d)) == NULL)
+			break;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (*pending && de->d_ino == child->ino &&
+		    (de->d_type == DT_DIR || de->d_type == DT_UNKNOWN)) {
+			*pending = false;
+			if (child->failed)
+				continue;
+			if (unlinkat(fd, de->d_name, AT_REMOVEDIR) == 0 ||
+			    errno == ENOENT)
+				lv->progress = true;
+			else
+				lv->failed = true;
+			continue;
+		}
+		if (unlinkat(fd, de->d_name, 0) == 0 || errno == ENOENT) {
+			lv->progress = true;
+			continue;
+		}
+		if (errno != EISDIR && errno != EPERM) {
+			lv->failed = true;
+			continue;
+		}
+		*cfd = openat(fd, de->d_name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (*cfd == -1) {
+			if (errno != ENOENT)
+				lv->failed = true;
+			continue;
+		}
+		lv->at = at;
+		lv->resumed = true;
+		closedir(d);
+		return 1;
+	}
+	closedir(d);
+	return 0;
+}
+
+int
+fsutil_rmtree_flat(int dirfd, const char *name)
+{
+	struct rmlevel	*lv = NULL, *nlv;
+	struct stat	 st;
+	size_t		 n = 0, cap = 0;
+	bool		 pending = false;
+	int		 fd, cfd, pfd, r, rc = -1, saved;
+
+	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM)
+		return -1;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1)
+		return errno == ENOENT ? 0 : -1;
+	cfd = fd;
+	fd = -1;
+	for (;;) {
+		if (cfd != -1) {
+			/* Down one level: cfd becomes the current directory. */
+			if (fstat(cfd, &st) == -1) {
+				saved = errno;
+				close(cfd);
+				errno = saved;
+				goto out;
+			}
+			if (n == cap) {
+				cap = cap ? cap * 2 : 64;
+				if ((nlv = reallocarray(lv, cap, sizeof *lv)) ==
+				    NULL) {
+					close(cfd);
+					errno = ENOMEM;
+					goto out;
+				}
+				lv = nlv;
+			}
+			lv[n++] = (struct rmlevel){ .dev = st.st_dev,
+			    .ino = st.st_ino };
+			if (fd != -1)
+				close(fd);
+			fd = cfd;
+			cfd = -1;
+			pending = false;
+		}
+		if ((r = rmtree_pass(fd, &lv[n - 1], &lv[n], &pending, &cfd))
+		    == -1)
+			goto out;
+		if (r == 1)
+			continue;
+		/*
+		 * The end of the directory.  A pass that resumed after going
+		 * down may have missed entries where positions shift as
+		 * entries go (or the child's own entry): one more pass from
+		 * the start, while passes remove something.  Not after a
+		 * failure: the directory stays anyway, and a failed subtree
+		 * is not walked again.
+		 */
+		nlv = &lv[n - 1];
+		if (!nlv->failed && nlv->progress &&
+		    (nlv->resumed || pending)) {
+			nlv->at = 0;
+			nlv->progress = nlv->resumed = false;
+			continue;
+		}
+		if (pending)
+			nlv->failed = true;	/* its child's entry is not found */
+		pending = false;
+		if (n == 1)
+			break;
+		/* Up one level: it must be the directory come down from. */
+		pfd = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (pfd == -1)
+			goto out;
+		if (!fsutil_same_dir(pfd, lv[n - 2].dev, lv[n - 2].ino)) {
+			close(pfd);
+			errno = ESTALE;
+			goto out;
+		}
+		close(fd);
+		fd = pfd;
+		n--;
+		pending = true;		/* lv[n]: the child come back from */
+	}
+	close(fd);
+	fd = -1;
+	/* After a failure too: its error is the rmdir's, as fsutil_rmtree's. */
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) == -1 && errno != ENOENT)
+		goto out;
+	rc = 0;
+out:
+	saved = errno;
+	if (fd != -1)
+		close(fd);
+	free(lv);
+	errno = saved;
+	return rc;
+}
+
 int
 fsutil_mkdir_anew(int dirfd, const char *name)
 {

@@ -81,6 +81,18 @@ int	fsutil_write_new_tmp(int dirfd, const char *name, bool made,
 /* Remove name (a file or a whole tree) in dirfd.  ENOENT is success. */
 int	fsutil_rmtree(int dirfd, const char *name);
 /*
+ * fsutil_rmtree with a memory and fds that do not grow with the depth
+ * (a few bytes a level): it goes down holding only the current
+ * directory's fd and comes back up by "..", each step up checked to reach
+ * the directory come down from (else -1, ESTALE: a directory moved away
+ * meanwhile never takes the walk outside the tree).  An entry that cannot
+ * be removed is passed over and the others removed; the tree's own
+ * rmdir then fails (ENOTEMPTY), as fsutil_rmtree's.
+ */
+int	fsutil_rmtree_flat(int dirfd, const char *name);
+/* fd is an open directory whose identity is (dev, ino). */
+bool	fsutil_same_dir(int fd, dev_t dev, ino_t ino);
+/*
  * name (one component) made anew in dirfd, empty, mode 0700 (whatever
  * was there under the name removed first), and opened as
  * fsutil_open(O_RDONLY | O_DIRECTORY) does.  The fd, or -1 and errno.

@@ -266,8 +266,9 @@ fileops_mkdirs_owned(const struct files_root *r, const char *rel, mode_t mode,
 /* ------------------------------------------------------------------ */
 /* Delete and move */
 
-int
-fileops_delete(const struct files_root *r, const char *rel, bool recursive)
+static int
+delete_with(const struct files_root *r, const char *rel, bool recursive,
+    int (*rmtree)(int, const char *))
 {
 	struct stat	st;
 	char		name[NAME_MAX + 1];
@@ -279,7 +280,7 @@ fileops_delete(const struct files_root *r, const char *rel, bool recursive)
 		if (!S_ISDIR(st.st_mode))
 			rc = unlinkat(fd, name, 0);
 		else if (recursive)
-			rc = fsutil_rmtree(fd, name);
+			rc = rmtree(fd, name);
 		else if ((rc = unlinkat(fd, name, AT_REMOVEDIR)) == -1 &&
 		    errno == EEXIST)
 			errno = ENOTEMPTY;	/* POSIX allows either */
@@ -288,10 +289,17 @@ fileops_delete(const struct files_root *r, const char *rel, bool recursive)
 	return rc;
 }
 
+int
+fileops_delete(const struct files_root *r, const char *rel, bool recursive)
+{
+	return delete_with(r, rel, recursive, fsutil_rmtree);
+}
+
 /*
- * The child holds only the root's fd; its exit status carries errno (all
- * below 256).  Its memory and its time are its own: the loop only waits
- * for SIGCHLD.
+ * The child holds only the root's fd and deletes with a walk whose fds
+ * and memory do not grow with the tree's depth; its exit status carries
+ * errno (all below 256).  Its memory and its time are its own: the loop
+ * only waits for SIGCHLD.
  */
 pid_t
 fileops_delete_spawn(const struct files_root *r, const char *rel)
@@ -301,7 +309,7 @@ fileops_delete_spawn(const struct files_root *r, const char *rel)
 
 	if ((pid = spawn_helper(keep, 1)) != 0)
 		return pid;
-	if (fileops_delete(r, rel, true) == 0)
+	if (delete_with(r, rel, true, fsutil_rmtree_flat) == 0)
 		_exit(0);
 	_exit(errno > 0 && errno < 256 ? errno : EIO);
 }

@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.parse
 
@@ -33,6 +34,55 @@ def vm_hwm_kib(pid):
             if line.startswith("VmHWM:"):
                 return int(line.split()[1])
     return 0
+
+
+class ChildWatch:
+    """While open, the agent's children polled as fast as it goes: the
+    highest VmHWM (KiB) and the most fds any of them was seen with, and
+    how many polls saw one (none: the child came and went unseen)."""
+
+    def __init__(self, pid):
+        self.pid, self.hwm, self.fds, self.seen = pid, 0, 0, 0
+        self.stop = threading.Event()
+        self.t = threading.Thread(target=self.run, daemon=True)
+
+    def __enter__(self):
+        self.t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.t.join()
+
+    def kids(self):
+        out = []
+        for e in os.listdir("/proc"):
+            if not e.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % e) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            if int(st[st.rindex(")") + 2:].split()[1]) == self.pid:
+                out.append(int(e))
+        return out
+
+    def run(self):
+        while not self.stop.is_set():
+            kids = self.kids()
+            while kids and not self.stop.is_set():
+                alive = []
+                for k in kids:
+                    try:
+                        hwm = vm_hwm_kib(k)
+                        fds = len(os.listdir("/proc/%d/fd" % k))
+                    except OSError:
+                        continue
+                    alive.append(k)
+                    self.seen += 1
+                    self.hwm, self.fds = max(self.hwm, hwm), max(self.fds, fds)
+                kids = alive
 
 
 def make_chain(top, depth, name="d"):
@@ -107,21 +157,37 @@ class TestRecursiveDelete(LoopCase):
 
     def test_delete_deep_chain_leaves_the_loop(self):
         make_chain(self.root, self.DEPTH)
-        r, pr, grew = self.during(
-            lambda: self.a.delete(self.url(self.p("d")) + "?recursive=1", timeout=120))
+        with ChildWatch(self.a.host_pid()) as w:
+            r, pr, grew = self.during(
+                lambda: self.a.delete(self.url(self.p("d")) + "?recursive=1", timeout=120))
+        print("  the delete child: %d polls, VmHWM %d KiB, %d fds at most"
+              % (w.seen, w.hwm, w.fds))
         self.assertEqual(r.status, 204, r)
         self.assertFalse(os.path.lexists(self.p("d")))
         self.assertLoopFree(pr)
         # The walk's memory is not the agent's.
         self.assertLess(grew, 8 * 1024)
+        self.assertChildFlat(w)
 
     def test_envd_remove_deep_chain_leaves_the_loop(self):
         make_chain(self.root, self.DEPTH)
-        r, pr, grew = self.during(lambda: self.rpc("Remove", {"path": self.p("d")}))
+        with ChildWatch(self.a.host_pid()) as w:
+            r, pr, grew = self.during(lambda: self.rpc("Remove", {"path": self.p("d")}))
+        print("  the delete child: %d polls, VmHWM %d KiB, %d fds at most"
+              % (w.seen, w.hwm, w.fds))
         self.assertEqual(r.status, 200, r)
         self.assertFalse(os.path.lexists(self.p("d")))
         self.assertLoopFree(pr)
         self.assertLess(grew, 8 * 1024)
+        self.assertChildFlat(w)
+
+    def assertChildFlat(self, w):
+        # The child's fds and memory do not grow with the depth either: a
+        # few fds, not one a level; a few MiB, not tens (when a poll
+        # caught it at all).
+        if w.seen:
+            self.assertLess(w.fds, 64)
+            self.assertLess(w.hwm, 16 * 1024)
 
     def test_delete_results_unchanged(self):
         os.makedirs(self.p("t", "a", "b"))

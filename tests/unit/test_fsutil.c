@@ -1,12 +1,18 @@
 /*
  * fsutil: atomic replacement leaves whole files and no debris, a new
  * file is never written over an old one, a write the disk refuses keeps
- * the old file, rmtree removes trees without following links, mkdirs is
+ * the old file, rmtree removes trees without following links (and its
+ * flat walk does so with fds and memory the depth does not grow, passing
+ * over what it cannot remove), mkdirs is
  * mkdir -p, read stops at its bound, and nothing under a directory fd
  * goes through a link (with openat2, and with the walk used without it).
  */
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <linux/fs.h>
 
 #include <check.h>
 #include <errno.h>
@@ -339,6 +345,234 @@ START_TEST(rmtree_nested)
 }
 END_TEST
 
+START_TEST(rmtree_flat_nested)
+{
+	char	*s;
+
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "a/b/c/d"), 0);
+	ck_assert_int_eq(mkdirat(tdir, "a/empty", 0700), 0);
+	tu_put(tdir, "a/top", "1");
+	tu_put(tdir, "a/b/mid", "2");
+	tu_put(tdir, "a/b/c/d/deep", "3");
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "outside"), 0);
+	tu_put(tdir, "outside/keep", "precious");
+	ck_assert_int_eq(symlinkat("../../outside", tdir, "a/b/link"), 0);
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "a"), 0);
+	ck_assert(!tu_exists(tdir, "a"));
+	s = tu_slurp(tdir, "outside/keep", NULL);
+	ck_assert_str_eq(s, "precious");
+	free(s);
+	tu_put(tdir, "plain", "x");
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "plain"), 0);
+	ck_assert(!tu_exists(tdir, "plain"));
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "never-was"), 0);
+	ck_assert_int_eq(symlinkat("outside", tdir, "dirlink"), 0);
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "dirlink"), 0);
+	ck_assert(!tu_exists(tdir, "dirlink"));
+	ck_assert(tu_exists(tdir, "outside/keep"));
+}
+END_TEST
+
+/*
+ * 3,000 levels with 32 fds allowed: the walk holds a fixed few, where
+ * one per level would run out.
+ */
+START_TEST(rmtree_flat_deep)
+{
+	struct rlimit	rl, low;
+	int		fd, nfd, i;
+
+	ck_assert_int_eq(mkdirat(tdir, "deep", 0700), 0);
+	fd = openat(tdir, "deep", O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(fd, 0);
+	for (i = 0; i < 3000; i++) {
+		ck_assert_int_eq(mkdirat(fd, "d", 0700), 0);
+		if (i % 100 == 0)
+			tu_put(fd, "f", "x");
+		nfd = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+		ck_assert_int_ge(nfd, 0);
+		close(fd);
+		fd = nfd;
+	}
+	tu_put(fd, "leaf", "x");
+	close(fd);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	low = rl;
+	low.rlim_cur = 32;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	i = fsutil_rmtree_flat(tdir, "deep");
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	ck_assert_int_eq(i, 0);
+	ck_assert(!tu_exists(tdir, "deep"));
+}
+END_TEST
+
+START_TEST(rmtree_flat_wide)
+{
+	char	name[32];
+	int	i, j;
+
+	ck_assert_int_eq(mkdirat(tdir, "wide", 0700), 0);
+	for (i = 0; i < 200; i++) {
+		snprintf(name, sizeof(name), "wide/d%d", i);
+		ck_assert_int_eq(mkdirat(tdir, name, 0700), 0);
+		for (j = 0; j < 10; j++) {
+			snprintf(name, sizeof(name), "wide/d%d/f%d", i, j);
+			tu_put(tdir, name, "x");
+		}
+		snprintf(name, sizeof(name), "wide/f%d", i);
+		tu_put(tdir, name, "x");
+	}
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "wide"), 0);
+	ck_assert(!tu_exists(tdir, "wide"));
+}
+END_TEST
+
+/* The immutable flag on dir/name set (on) or cleared; -1 where none is. */
+static int
+immutable(const char *name, bool on)
+{
+	int	fd, fl, rc = -1;
+
+	if ((fd = openat(tdir, name, O_RDONLY | O_NONBLOCK)) == -1)
+		return -1;
+	if (ioctl(fd, FS_IOC_GETFLAGS, &fl) == 0) {
+		fl = on ? fl | FS_IMMUTABLE_FL : fl & ~FS_IMMUTABLE_FL;
+		rc = ioctl(fd, FS_IOC_SETFLAGS, &fl);
+	}
+	close(fd);
+	return rc;
+}
+
+/*
+ * An entry that cannot go (an immutable file, two levels down among
+ * others) stays with the directories above it; everything else goes, the
+ * walk ends, and says it failed.  Once the entry can go, so does all.
+ */
+START_TEST(rmtree_flat_passes_over_what_stays)
+{
+	char	name[32];
+	int	i;
+
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "t/a/b/c"), 0);
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "t/z/y"), 0);
+	for (i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "t/a/b/f%d", i);
+		tu_put(tdir, name, "x");
+		snprintf(name, sizeof(name), "t/z/f%d", i);
+		tu_put(tdir, name, "x");
+	}
+	tu_put(tdir, "t/a/b/stays", "x");
+	tu_put(tdir, "t/a/b/c/g", "x");
+	tu_put(tdir, "t/top", "x");
+	if (immutable("t/a/b/stays", true) == -1) {
+		TU_SKIP("no immutable flag here (%s)", strerror(errno));
+		return;
+	}
+	errno = 0;
+	i = fsutil_rmtree_flat(tdir, "t");
+	ck_assert_int_eq(immutable("t/a/b/stays", false), 0);
+	ck_assert_int_eq(i, -1);
+	ck_assert_int_eq(errno, ENOTEMPTY);
+	ck_assert(tu_exists(tdir, "t/a/b/stays"));
+	ck_assert(!tu_exists(tdir, "t/a/b/f0"));
+	ck_assert(!tu_exists(tdir, "t/a/b/f49"));
+	ck_assert(!tu_exists(tdir, "t/a/b/c"));
+	ck_assert(!tu_exists(tdir, "t/z"));
+	ck_assert(!tu_exists(tdir, "t/top"));
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "t"), 0);
+	ck_assert(!tu_exists(tdir, "t"));
+}
+END_TEST
+
+/*
+ * A directory moved out of the tree while the walk is below it: the step
+ * up out of it reaches another directory, and the walk stops there (its
+ * new parent, outside the tree, untouched).  A forked renamer moves level
+ * 10 once the leaf at the bottom is gone, while the walk climbs; on a
+ * loaded machine the walk may outrun it, so a few tries.
+ */
+START_TEST(rmtree_flat_stops_when_moved_away)
+{
+	char	path[64];
+	double	end;
+	pid_t	pid;
+	int	fd, nfd, i, st, rc, try;
+
+	tu_put(tdir, "sentinel", "x");
+	strcpy(path, "deep");
+	for (i = 0; i < 10; i++)
+		strcat(path, "/d");
+	for (try = 0; try < 5; try++) {
+		ck_assert_int_eq(mkdirat(tdir, "deep", 0700), 0);
+		fd = openat(tdir, "deep", O_RDONLY | O_DIRECTORY);
+		ck_assert_int_ge(fd, 0);
+		for (i = 0; i < 3000; i++) {
+			ck_assert_int_eq(mkdirat(fd, "d", 0700), 0);
+			nfd = openat(fd, "d", O_RDONLY | O_DIRECTORY);
+			ck_assert_int_ge(nfd, 0);
+			close(fd);
+			fd = nfd;
+		}
+		tu_put(fd, "leaf", "x");
+		if ((pid = fork()) == 0) {
+			end = tu_now() + 10;
+			while (faccessat(fd, "leaf", F_OK,
+			    AT_SYMLINK_NOFOLLOW) == 0 && tu_now() < end)
+				;
+			_exit(renameat(tdir, path, tdir, "moved") == 0 ? 0 : 1);
+		}
+		ck_assert_int_gt(pid, 0);
+		close(fd);
+		errno = 0;
+		rc = fsutil_rmtree_flat(tdir, "deep");
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		ck_assert(WIFEXITED(st));
+		if (WEXITSTATUS(st) == 0)
+			break;
+		/* Too late: the walk was past level 10 and removed it all. */
+		ck_assert_int_eq(rc, 0);
+		ck_assert(!tu_exists(tdir, "deep"));
+	}
+	if (try == 5) {
+		TU_SKIP("the walk outran the renamer %d times", try);
+		return;
+	}
+	ck_assert_int_eq(rc, -1);
+	ck_assert_int_eq(errno, ESTALE);
+	ck_assert(tu_exists(tdir, "sentinel"));
+	ck_assert(tu_exists(tdir, "moved"));
+	ck_assert(tu_exists(tdir, "deep"));
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "moved"), 0);
+	ck_assert_int_eq(fsutil_rmtree_flat(tdir, "deep"), 0);
+}
+END_TEST
+
+/* The check each step up makes: a directory moved away is told apart. */
+START_TEST(rmtree_flat_same_dir)
+{
+	struct stat	st;
+	int		a, b, f;
+
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/a"), 0);
+	ck_assert_int_eq(fsutil_mkdirs(tdir, "x/b"), 0);
+	tu_put(tdir, "x/f", "x");
+	a = openat(tdir, "x/a", O_RDONLY | O_DIRECTORY);
+	b = openat(tdir, "x/b", O_RDONLY | O_DIRECTORY);
+	f = openat(tdir, "x/f", O_RDONLY);
+	ck_assert(a >= 0 && b >= 0 && f >= 0);
+	ck_assert_int_eq(fstat(a, &st), 0);
+	ck_assert(fsutil_same_dir(a, st.st_dev, st.st_ino));
+	ck_assert(!fsutil_same_dir(b, st.st_dev, st.st_ino));
+	ck_assert(!fsutil_same_dir(a, st.st_dev + 1, st.st_ino));
+	ck_assert_int_eq(fstat(f, &st), 0);
+	ck_assert(!fsutil_same_dir(f, st.st_dev, st.st_ino));
+	close(a);
+	close(b);
+	close(f);
+}
+END_TEST
+
 START_TEST(rmtree_enoent_is_success)
 {
 	errno = 0;
@@ -648,9 +882,17 @@ fsutil_suite(void)
 
 	tc = tcase_create("rmtree");
 	tcase_add_checked_fixture(tc, setup, teardown);
+	/* 3,000-deep chains on a disk shared with other work. */
+	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, rmtree_nested);
 	tcase_add_test(tc, rmtree_enoent_is_success);
 	tcase_add_test(tc, rmtree_does_not_follow_links);
+	tcase_add_test(tc, rmtree_flat_nested);
+	tcase_add_test(tc, rmtree_flat_deep);
+	tcase_add_test(tc, rmtree_flat_wide);
+	tcase_add_test(tc, rmtree_flat_passes_over_what_stays);
+	tcase_add_test(tc, rmtree_flat_same_dir);
+	tcase_add_test(tc, rmtree_flat_stops_when_moved_away);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("mkdirs");
