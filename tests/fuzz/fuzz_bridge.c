@@ -282,9 +282,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	    (statefd = open(FB_STATE, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
 	    -1 || proctab_init(&fb_tab, fuzzsrv_loop, boot, statefd, -1) == -1)
 		fb_fail("proctab");
-	fb_tab.keep_exited = FB_KEEP;
+	fb_tab.jobs.keep = FB_KEEP;
 	if (termtab_init(&fb_terms, fuzzsrv_loop, boot, statefd,
-	    fb_tab.baseenv, &fb_tab.limits) == -1)
+	    fb_tab.jobs.baseenv, &fb_tab.limits) == -1)
 		fb_fail("termtab");
 	if (api_files_init(&fb_files, FB_ROOT, FB_WORKSPACE) == -1)
 		fb_fail("files");
