@@ -140,7 +140,8 @@ fs_agent_view(const struct shimhead *h, const struct buf *up)
 		abort();
 	}
 	buf_free(&again);
-	if (fs_query_token(p, end))
+	/* Only what the shim reads as a WebSocket upgrade has a query token. */
+	if (h->upgrade && fs_query_token(p, end))
 		goto leak_query;
 	for (; p < end && (nl = memchr(p, '\n', end - p)) != NULL;
 	    p = nl + 1) {
