@@ -21,11 +21,14 @@ import threading
 import time
 import urllib.parse
 
-from harness import AgentTestCase, HealthProbe, scaled
+from harness import SLOW, AgentTestCase, HealthProbe, scaled
 
 FS = "/filesystem.Filesystem/"
 LOOP_P99 = 0.15         # the 50 ms, with a margin for a loaded box
 LOOP_WORST = 0.3        # the slowest probe (the old code: a second and more)
+
+# KiB the agent may grow by while a delete child walks a deep chain.
+AGENT_GREW_MAX = (32 if SLOW else 8) * 1024
 
 
 def vm_hwm_kib(pid):
@@ -165,8 +168,9 @@ class TestRecursiveDelete(LoopCase):
         self.assertEqual(r.status, 204, r)
         self.assertFalse(os.path.lexists(self.p("d")))
         self.assertLoopFree(pr)
-        # The walk's memory is not the agent's.
-        self.assertLess(grew, 8 * 1024)
+        # The walk's memory is not the agent's (a sanitizer's allocator
+        # adds its own growth to the agent's).
+        self.assertLess(grew, AGENT_GREW_MAX)
         self.assertChildFlat(w)
 
     def test_envd_remove_deep_chain_leaves_the_loop(self):
@@ -178,16 +182,18 @@ class TestRecursiveDelete(LoopCase):
         self.assertEqual(r.status, 200, r)
         self.assertFalse(os.path.lexists(self.p("d")))
         self.assertLoopFree(pr)
-        self.assertLess(grew, 8 * 1024)
+        self.assertLess(grew, AGENT_GREW_MAX)
         self.assertChildFlat(w)
 
     def assertChildFlat(self, w):
         # The child's fds and memory do not grow with the depth either: a
         # few fds, not one a level; a few MiB, not tens (when a poll
-        # caught it at all).
+        # caught it at all).  Under a sanitizer the child's memory is
+        # mostly the sanitizer's own: there the fds are the bound.
         if w.seen:
             self.assertLess(w.fds, 64)
-            self.assertLess(w.hwm, 16 * 1024)
+            if not SLOW:
+                self.assertLess(w.hwm, 16 * 1024)
 
     def test_delete_results_unchanged(self):
         os.makedirs(self.p("t", "a", "b"))
