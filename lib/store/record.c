@@ -212,7 +212,7 @@ int
 record_put_status(struct record *r, const char *json)
 {
 	size_t	n;
-	int	dfd, rc = -1, saved;
+	int	dfd, rc = -1;
 
 	if (json == NULL)
 		errno = ENOMEM;
@@ -221,10 +221,8 @@ record_put_status(struct record *r, const char *json)
 		rc = fsutil_write_atomic_tmp(dfd, RECORD_STATUS, r->statustmp,
 		    json, n, n + RECORD_STATUS_ROOM, false);
 		r->statustmp = false;
-		/* The disk's answer is kept when the room cannot take it. */
-		if (rc == -1 && ((saved = errno) == ENOSPC || saved == EDQUOT) &&
-		    (rc = fsutil_write_inplace(dfd, RECORD_STATUS, json, n)) == -1)
-			errno = saved;
+		if (rc == -1 && (errno == ENOSPC || errno == EDQUOT))
+			rc = fsutil_write_inplace(dfd, RECORD_STATUS, json, n);
 		record_dir_done(r, dfd);
 	}
 	r->status_failed = rc == -1;
