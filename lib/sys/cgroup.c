@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -407,6 +408,7 @@ static void
 cg_sweep(const char *dir)
 {
 	struct dirent	*de;
+	struct stat	 sb;
 	DIR		*d;
 	char		 ev[128];
 	int		 fd, sub;
@@ -420,6 +422,15 @@ cg_sweep(const char *dir)
 		if ((sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY |
 		    O_CLOEXEC)) == -1)
 			continue;
+		/*
+		 * A young one may be an agent's that has not joined it yet
+		 * (it makes the directory, then moves in).
+		 */
+		if (fstat(sub, &sb) == 0 &&
+		    time(NULL) - sb.st_mtime < CGROUP_SWEEP_AGE) {
+			close(sub);
+			continue;
+		}
 		if (cg_read(sub, "cgroup.events", ev, sizeof(ev)) > 0 &&
 		    cg_key(ev, "populated") == 0)
 			(void)cg_rmtree(fd, de->d_name);

@@ -243,6 +243,8 @@ class TestCgroups(AgentTestCase):
         root = a.health()["cgroups"]["root"]
         a.kill()
         self.assertTrue(os.path.isdir(root))
+        # Younger than the sweep's age, it may be an agent's moving in.
+        time.sleep(2.5)
         b = self.agent()
         self.assertTrue(poll(lambda: not os.path.exists(root)), root)
         self.assertEqual(b.health()["cgroups"]["mode"], "v2")
