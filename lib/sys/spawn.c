@@ -367,7 +367,7 @@ spawn_filter(void)
 		return 0;
 	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
 		goto done;
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__)
 	if ((rc = seccomp_arch_add(ctx, SCMP_ARCH_X86)) < 0 ||
 	    (rc = seccomp_arch_add(ctx, SCMP_ARCH_X32)) < 0)
 		goto done;
