@@ -26,15 +26,8 @@ t() { timeout 20 tend "$@"; }
 jnum() { echo "$2" | sed -n "s/.*\"$1\":\(-\{0,1\}[0-9][0-9]*\).*/\1/p"; }
 jstr() { echo "$2" | sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p"; }
 has() { case "$1" in *"$2"*) return 0 ;; esac; return 1; }
-# How many processes' command lines hold $1.
-count() {
-	n=0
-	for f in /proc/[0-9]*/cmdline; do
-		c=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
-		has "$c" "$1" && n=$((n + 1))
-	done
-	echo $n
-}
+# How many processes' command lines hold "sleep 1000".
+count() { ps -o args | grep -c '[s]leep 1000'; }
 # Removes a record, killing what runs in it.
 drop() { for i in "$@"; do t rm -f "$i" >/dev/null 2>&1; done; }
 # The record's cgroup (health's cgroups.root + /procs/ID).
@@ -81,7 +74,7 @@ case_oom() {
 	r=$(t run --json --memory 32M -- $hog 2>&1)
 	has "$r" '"oomKilled":true' && has "$r" '"signal":9' ||
 	    { fail oom "run: $r"; return; }
-	id=$(t start --memory 32M -- $hog) || { fail oom "start: $id"; return; }
+	id=$(t start --memory 32M -- $hog 2>&1) || { fail oom "start: $id"; return; }
 	t wait --timeout 15 "$id" >/dev/null 2>&1
 	s=$(t status --json "$id")
 	peak=$(jnum memoryPeak "$s")
@@ -95,7 +88,7 @@ case_oom() {
 
 # c. --pids 20 and a fork loop: forks fail inside, the agent unharmed.
 case_pids() {
-	id=$(t start --pids 20 -- sh -c 'for i in $(seq 60); do sleep 3 & done; wait') ||
+	id=$(t start --pids 20 -- sh -c 'for i in $(seq 60); do sleep 3 & done; wait' 2>&1) ||
 	    { fail pids "start: $id"; return; }
 	sleep 1
 	out=$(t logs "$id" 2>&1)
@@ -109,7 +102,7 @@ case_pids() {
 
 # d. --cpus 0.2: throttled, its usage near the fraction.
 case_cpu() {
-	id=$(t start --cpus 0.2 -- sh -c 'while :; do :; done') ||
+	id=$(t start --cpus 0.2 -- sh -c 'while :; do :; done' 2>&1) ||
 	    { fail cpu "start: $id"; return; }
 	t0=$(upms)
 	u0=$(jnum cpuUsec "$(t status --json "$id")")
@@ -156,7 +149,7 @@ counter='i=0; while :; do i=$((i+1)); echo $i >/tmp/c; sleep 0.05; done'
 still() { a=$(cat /tmp/c); sleep 0.5; b=$(cat /tmp/c); [ "$a" = "$b" ]; }
 moves() { a=$(cat /tmp/c); sleep 0.5; b=$(cat /tmp/c); [ "$a" != "$b" ]; }
 case_freeze() {
-	id=$(t start -- sh -c "$counter") || { fail freeze "start: $id"; return; }
+	id=$(t start -- sh -c "$counter" 2>&1) || { fail freeze "start: $id"; return; }
 	sleep 0.3
 	why=""
 	if ! t freeze "$id" >/dev/null 2>&1; then why="tend freeze ID failed"
@@ -177,23 +170,20 @@ case_freeze() {
 
 # g. A setsid double-fork escapee goes with rm -f.
 case_escapee() {
-	id=$(t start -- sh -c 'setsid sh -c "sleep 1000" & sleep 1000') ||
+	id=$(t start -- sh -c 'setsid sh -c "sleep 1000" & sleep 1000' 2>&1) ||
 	    { fail escapee "start: $id"; return; }
 	sleep 0.5
-	before=$(count "sleep 1000")
+	before=$(count)
 	t rm -f "$id" >/dev/null 2>&1
-	i=0
-	while [ "$(count "sleep 1000")" -gt 0 ] && [ $i -lt 30 ]; do
+	end=$(($(upms) + 3000))
+	while [ "$(count)" -gt 0 ] && [ "$(upms)" -lt $end ]; do
 		sleep 0.1
-		i=$((i + 1))
 	done
-	left=$(count "sleep 1000")
+	left=$(count)
 	if [ "$left" -gt 0 ]; then
 		fail escapee "$left of $before left after rm -f"
-		for f in /proc/[0-9]*/cmdline; do
-			has "$(tr '\0' ' ' <"$f" 2>/dev/null)" "sleep 1000" &&
-			    { p=${f#/proc/}; kill -9 "${p%/cmdline}" 2>/dev/null; }
-		done
+		kill -9 $(ps -o pid,args | sed -n 's/^ *\([0-9]*\) .*[s]leep 1000.*/\1/p') \
+		    2>/dev/null
 		return
 	fi
 	ok escapee "killed=$before"

@@ -101,7 +101,7 @@ def main():
     if a.cases:
         append += " vmcases=" + ",".join(a.cases)
     cmd = [a.qemu, "-accel", "tcg", "-m", "512M", "-smp", "2",
-           "-nographic", "-no-reboot", "-kernel", a.kernel, "-initrd", rd,
+           "-nographic", "-no-reboot", "-nic", "none", "-kernel", a.kernel, "-initrd", rd,
            "-append", append]
 
     t0 = time.monotonic()
@@ -148,7 +148,8 @@ def main():
                 infos.append(rest)
             else:
                 results.append((kind, rest))
-                print("vm: %-4s %s" % (kind, rest), flush=True)
+                print("vm: %-4s %5.1f s  %s" % (kind, time.monotonic() - t0,
+                                                  rest), flush=True)
     if p.poll() is None:
         p.kill()
     p.wait()
