@@ -204,12 +204,14 @@ case_escapee() {
 
 all="ready run health oom pids cpu hog freeze escapee"
 for c in $(echo "${vmcases:-$all}" | tr ',' ' '); do
-	a=$(upms)
+	case_t0=$(upms)
 	case " $all " in
 	*" $c "*) "case_$c" ;;
 	*) fail "$c" "no such case" ;;
 	esac
-	info "case=$c ms=$(($(upms) - a))"
+	info "case=$c ms=$(($(upms) - case_t0))"
 done
-info "mem $(free -m | sed -n 's/^Mem: *//p')"
+info "mem $(free -m | sed -n 's/^Mem: *//p')" \
+    "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
+    "uptime $(cut -d' ' -f1 /proc/uptime)"
 echo "VMTEST done"
