@@ -156,8 +156,7 @@ def main():
     total = time.monotonic() - t0
 
     for i in infos:
-        if a.verbose:
-            print("vm: info " + i)
+        print("vm: info " + i)
     fails = [r for r in results if r[0] == "fail"]
     print("vm: agent ready in %s ms of its own (event=ready), %s s after "
           "qemu started; whole run %.1f s; %d ok, %d failed" % (
