@@ -203,13 +203,14 @@ case_escapee() {
 }
 
 all="ready run health oom pids cpu hog freeze escapee"
-for c in $(echo "${vmcases:-$all}" | tr ',' ' '); do
-	case_t0=$(upms)
+# The cases share the shell's variables: the loop's own are named apart.
+for vm_case in $(echo "${vmcases:-$all}" | tr ',' ' '); do
+	vm_t0=$(upms)
 	case " $all " in
-	*" $c "*) "case_$c" ;;
-	*) fail "$c" "no such case" ;;
+	*" $vm_case "*) "case_$vm_case" ;;
+	*) fail "$vm_case" "no such case" ;;
 	esac
-	info "case=$c ms=$(($(upms) - case_t0))"
+	info "case=$vm_case ms=$(($(upms) - vm_t0))"
 done
 info "mem $(free -m | sed -n 's/^Mem: *//p')" \
     "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" \
