@@ -156,11 +156,6 @@ cgroups_init(const char *root, bool off, const char *boot)
 		cg_off("%s: %s", cg.root, strerror(errno));
 		goto fail;
 	}
-	if (faccessat(cg.rootfd, "cgroup.kill", F_OK, 0) == -1) {
-		cg_off("%s has no cgroup.kill (Linux 5.14 or later needed)",
-		    cg.root);
-		goto fail;
-	}
 	snprintf(dir, sizeof(dir), "%s/agent", cg.root);
 	if ((mkdir(dir, 0755) == -1 && errno != EEXIST) || cg_join(dir) == -1) {
 		cg_off("%s: %s", dir, strerror(errno));
@@ -176,6 +171,12 @@ cgroups_init(const char *root, bool off, const char *boot)
 		    cg_kind_dirs[k], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 			cg_off("%s/%s: %s", cg.root, cg_kind_dirs[k],
 			    strerror(errno));
+			goto fail;
+		}
+		/* The root of a hierarchy has none: a child's tells. */
+		if (faccessat(cg.kindfd[k], "cgroup.kill", F_OK, 0) == -1) {
+			cg_off("%s/%s has no cgroup.kill (Linux 5.14 or later "
+			    "needed)", cg.root, cg_kind_dirs[k]);
 			goto fail;
 		}
 		/* An earlier agent's records in this subtree: gone now. */
