@@ -28,6 +28,7 @@
 #include "api/api.h"
 #include "api/api_exec.h"
 #include "api/api_files.h"
+#include "api/api_freeze.h"
 #include "api/api_health.h"
 #include "api/api_output.h"
 #include "api/api_proc.h"
@@ -66,6 +67,7 @@ extern char **environ;
  */
 static const struct http_route *const agent_routes[] = {
 	api_health_routes,
+	api_freeze_routes,
 	api_proc_routes,
 	api_output_routes,
 	api_exec_routes,
