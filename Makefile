@@ -117,6 +117,7 @@ PARTS_tar	:= tar_in
 # the modules a contract is checked through (files' confinement, through
 # every operation on its paths; watch's view of tend's own uploads).
 TEST_DEPS_pty	:= buf
+TEST_DEPS_cgroup	:= spawn
 TEST_DEPS_files	:= fileops upload
 TEST_DEPS_watch	:= upload
 TEST_DEPS_api	:= api_proc api_output api_exec

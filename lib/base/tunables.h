@@ -137,6 +137,8 @@
 #define MUSL_INHERITED_MAX	64		/* fds inherited without CLOEXEC, remembered (static/musl.c) */
 /* A seccomp filter as BPF: the default deny-list takes well under this. */
 #define SPAWN_FILTER_MAX	(64 * 1024)
+/* The stack of a child that shares the agent's memory until its exec. */
+#define SPAWN_VM_STACK		(64 * 1024)
 
 /* Containment (sys/cgroup). */
 #define CGROUP_SPARES		16	/* cgroups made ahead per kind */

@@ -523,10 +523,9 @@ job_status_cgroup(struct job *j, cJSON *st)
 	job_limits_json(&j->limits, st);
 	if (j->cg.fd == -1 && !j->has_usage)
 		return;
-	if (j->cg.fd != -1) {
-		cgroup_path(&j->cg, path, sizeof(path));
-		cJSON_AddStringToObject(st, "cgroup", path);
-	}
+	/* Where it was, once removed: the figures are that cgroup's. */
+	cgroup_path(&j->cg, path, sizeof(path));
+	cJSON_AddStringToObject(st, "cgroup", path);
 	if (j->state == JOB_RUNNING) {
 		cgroup_usage(&j->cg, &now);
 		u = &now;

@@ -221,8 +221,9 @@ out:
 
 /*
  * The cgroup2 mount in mountinfo: "id parent dev root point opts ... -
- * fstype source superopts".  The first one found; a read-only one is
- * refused here with the reason (Docker's default).
+ * fstype source superopts".  The last one listed (a mount over another
+ * comes after it); a read-only one is refused here with the reason
+ * (Docker's default).
  */
 static int
 cg_find_mount(void)
@@ -248,7 +249,6 @@ cg_find_mount(void)
 		ro = strncmp(opts, "ro", 2) == 0 &&
 		    (opts[2] == ',' || opts[2] == '\0');
 		found = true;
-		break;
 	}
 	fclose(f);
 	if (!found) {
