@@ -69,7 +69,7 @@ DEPS_proctab	:= boot job log record spawn
 DEPS_proc	:= codec exitstatus job log proctab record spawn
 DEPS_wlist	:=
 DEPS_exitstatus	:=
-DEPS_job	:= buf cgroup codec exitstatus jsonstr log logstore record spawn wlist
+DEPS_job	:= boot buf cgroup codec exitstatus jsonstr log logstore record spawn wlist
 DEPS_api_bridge	:=
 DEPS_follow	:= codec cursor job log logstore proc term
 DEPS_api	:= boot cgroup codec http proc proctab spawn user
@@ -231,8 +231,19 @@ test: setup layers
 	$(BUILD)/unit
 	TEND_BIN=$(abspath $(BUILD)/tend) scripts/test
 	$(MAKE) blackbox-static
+	$(MAKE) vm
 	$(MAKE) e2b
 	$(MAKE) fuzz-replay
+
+# tend as the init of a virtual machine on a cgroup v2 kernel with every
+# controller (tests/vm, scripts/vm): Debian's kernel under qemu by
+# software emulation, about a minute at most; one line and a skip where
+# qemu or the kernel cannot be had.  `scripts/vm build/tend-static CASE...`
+# runs some cases; VM_VERBOSE=1 shows the console.
+.PHONY: vm
+vm: static
+	@scripts/setup vm || true
+	scripts/vm $(BUILD)/tend-static
 
 # The unmodified E2B JS SDK against the agent through the shim
 # (tests/e2b/run.py): npm ci into $(BUILD)/e2b, then one line per check;

@@ -23,6 +23,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "job.h"
+#include "store/boot.h"
 
 /* One event for every subscriber. */
 struct jobtab_news {
@@ -291,7 +292,7 @@ job_init(struct job *j, struct jobtab *t, const struct job_kind *k,
 		snprintf(j->id, sizeof(j->id), "%s", id);
 	else
 		do {
-			arc4random_buf(r, sizeof(r));
+			boot_random(r, sizeof(r));
 			codec_hex(hex, r, sizeof(r));
 			snprintf(j->id, sizeof(j->id), "%c%s", prefix, hex);
 		} while (job_find(t, j->id) != NULL);

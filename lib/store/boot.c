@@ -11,8 +11,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -31,21 +33,111 @@ struct boot_ent {
 
 static int	boot_cmp(const void *, const void *);
 
+#ifndef GRND_INSECURE
+#define GRND_INSECURE	0x0004
+#endif
+
+/* n bytes of getrandom(2) with flags; -1 with errno on the first failure. */
+static int
+boot_getrandom(unsigned char *r, size_t n, unsigned flags)
+{
+	size_t	got = 0;
+	ssize_t	k;
+
+	while (got < n) {
+		k = getrandom(r + got, n - got, flags);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k == -1)
+			return -1;
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+/* n bytes of /dev/urandom, which never waits for the pool; -1 if none. */
+static int
+boot_urandom(unsigned char *r, size_t n)
+{
+	size_t	got = 0;
+	ssize_t	k;
+	int	fd;
+
+	if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	while (got < n) {
+		k = read(fd, r + got, n - got);
+		if (k == -1 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	(void)close(fd);
+	return got == n ? 0 : -1;
+}
+
+static uint64_t
+boot_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/*
+ * The last resort, where the kernel gives no random bytes at all: the
+ * wall clock in ns, the monotonic clock, the pid and a count of calls,
+ * mixed.  Unique, which is all an ID needs, across boots and processes.
+ */
+static void
+boot_clock(unsigned char r[16])
+{
+	static uint64_t	calls;
+	struct timespec	rt, mono;
+	uint64_t	x[2];
+
+	(void)clock_gettime(CLOCK_REALTIME, &rt);
+	(void)clock_gettime(CLOCK_MONOTONIC, &mono);
+	calls++;
+	x[0] = boot_mix((uint64_t)rt.tv_sec * 1000000000u +
+	    (uint64_t)rt.tv_nsec + calls);
+	x[1] = boot_mix(((uint64_t)mono.tv_sec * 1000000000u +
+	    (uint64_t)mono.tv_nsec) ^ ((uint64_t)getpid() << 40) ^ calls);
+	memcpy(r, x, 16);
+}
+
+/*
+ * A boot ID (and a bridge session's) needs to be unique, not secret, so
+ * it does not wait for the kernel's pool to be seeded: as a machine's
+ * init, early in a boot with no hardware RNG, that wait is most of a
+ * second, all of it before the agent is ready.  GRND_INSECURE (Linux
+ * 5.6) never waits; an older kernel refuses it (EINVAL) and
+ * GRND_NONBLOCK serves once the pool is seeded, /dev/urandom before;
+ * with neither (no getrandom, no /dev), the clocks.
+ */
+void
+boot_random(void *buf, size_t n)
+{
+	unsigned char	*p = buf, r[16];
+	size_t		 off;
+
+	if (boot_getrandom(p, n, GRND_INSECURE) == 0 ||
+	    boot_getrandom(p, n, GRND_NONBLOCK) == 0 || boot_urandom(p, n) == 0)
+		return;
+	for (off = 0; off < n; off += sizeof(r)) {
+		boot_clock(r);
+		memcpy(p + off, r, n - off < sizeof(r) ? n - off : sizeof(r));
+	}
+}
+
 int
 boot_new_id(char out[BOOT_ID_LEN + 1])
 {
 	unsigned char	r[16];
-	size_t		got = 0;
-	ssize_t		n;
 
-	while (got < sizeof(r)) {
-		n = getrandom(r + got, sizeof(r) - got, 0);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			return -1;
-		got += n;
-	}
+	boot_random(r, sizeof(r));
 	codec_hex(out, r, sizeof(r));
 	return 0;
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -155,11 +156,6 @@ cgroups_init(const char *root, bool off, const char *boot)
 		cg_off("%s: %s", cg.root, strerror(errno));
 		goto fail;
 	}
-	if (faccessat(cg.rootfd, "cgroup.kill", F_OK, 0) == -1) {
-		cg_off("%s has no cgroup.kill (Linux 5.14 or later needed)",
-		    cg.root);
-		goto fail;
-	}
 	snprintf(dir, sizeof(dir), "%s/agent", cg.root);
 	if ((mkdir(dir, 0755) == -1 && errno != EEXIST) || cg_join(dir) == -1) {
 		cg_off("%s: %s", dir, strerror(errno));
@@ -175,6 +171,12 @@ cgroups_init(const char *root, bool off, const char *boot)
 		    cg_kind_dirs[k], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 			cg_off("%s/%s: %s", cg.root, cg_kind_dirs[k],
 			    strerror(errno));
+			goto fail;
+		}
+		/* The root of a hierarchy has none: a child's tells. */
+		if (faccessat(cg.kindfd[k], "cgroup.kill", F_OK, 0) == -1) {
+			cg_off("%s/%s has no cgroup.kill (Linux 5.14 or later "
+			    "needed)", cg.root, cg_kind_dirs[k]);
 			goto fail;
 		}
 		/* An earlier agent's records in this subtree: gone now. */
@@ -407,6 +409,7 @@ static void
 cg_sweep(const char *dir)
 {
 	struct dirent	*de;
+	struct stat	 sb;
 	DIR		*d;
 	char		 ev[128];
 	int		 fd, sub;
@@ -420,6 +423,15 @@ cg_sweep(const char *dir)
 		if ((sub = openat(fd, de->d_name, O_RDONLY | O_DIRECTORY |
 		    O_CLOEXEC)) == -1)
 			continue;
+		/*
+		 * A young one may be an agent's that has not joined it yet
+		 * (it makes the directory, then moves in).
+		 */
+		if (fstat(sub, &sb) == 0 &&
+		    time(NULL) - sb.st_mtime < CGROUP_SWEEP_AGE) {
+			close(sub);
+			continue;
+		}
 		if (cg_read(sub, "cgroup.events", ev, sizeof(ev)) > 0 &&
 		    cg_key(ev, "populated") == 0)
 			(void)cg_rmtree(fd, de->d_name);

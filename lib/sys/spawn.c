@@ -543,11 +543,13 @@ struct spawn_vm_arg {
 	int				 errfd;
 };
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 /*
  * The child of a shared-memory clone runs on a stack of its own (the
  * agent's is the agent's), suspended parent and all, as posix_spawn's
- * does: it only sets itself up and execs or exits.
+ * does: it only sets itself up and execs or exits.  (Not under
+ * AddressSanitizer: the child's frames would leave their poison in the
+ * shadow of the memory it shares.)
  */
 static char	spawn_vm_stack[SPAWN_VM_STACK] __attribute__((aligned(16)));
 
@@ -619,7 +621,7 @@ spawn_clone(const struct spawn_opts *o, const struct spawn_groups *g,
 	*joinfd = -1;
 	if (!o->in_cgroup)
 		return fork();
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
 	if (!o->has_user && o->ctty == NULL && !spawn_confined(o->confine)) {
 		struct spawn_vm_arg	x = { o, g, errfd };
 

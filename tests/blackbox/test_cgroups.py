@@ -243,6 +243,8 @@ class TestCgroups(AgentTestCase):
         root = a.health()["cgroups"]["root"]
         a.kill()
         self.assertTrue(os.path.isdir(root))
+        # Younger than the sweep's age, it may be an agent's moving in.
+        time.sleep(2.5)
         b = self.agent()
         self.assertTrue(poll(lambda: not os.path.exists(root)), root)
         self.assertEqual(b.health()["cgroups"]["mode"], "v2")
@@ -275,6 +277,21 @@ class TestWithoutCgroups(AgentTestCase):
         self.assertError(a.post("/v1/freeze", b""), 422, "cgroups_unavailable")
         self.assertError(a.post("/v1/processes/%s/freeze" % p["id"], b""), 422, "cgroups_unavailable")
         self.assertIn("tend_cgroups 0", a.get("/v1/metrics").body.decode())
+
+    def test_default_limits_are_never_dropped(self):
+        # A default limit the records cannot get stops the agent at start
+        # (exit 2, the controller named), as a bad flag does.
+        a = Agent(extra=["--no-cgroups", "--default-limits", "memory=64M,cpu=0.5"], start=False)
+        self.addCleanup(a.close)
+        a.start()
+        self.assertEqual(a.wait_exit(10), 2)
+        self.assertRegex(a.log_text(), r"default_limits_unavailable controller=(memory|cpu)")
+        for bad in ("memory", "memory=", "memory=12X", "disk=1G", "cpu=0", "pids=-1"):
+            b = Agent(extra=["--default-limits", bad], start=False)
+            self.addCleanup(b.close)
+            b.start()
+            self.assertEqual(b.wait_exit(10), 2, bad)
+            self.assertIn("--default-limits", b.log_text())
 
     def test_no_cgroups_flag(self):
         self.check_none(self.agent(extra=["--no-cgroups"]), "--no-cgroups")

@@ -257,6 +257,26 @@ class TestImage(DockerCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("No such file or directory", r.stderr)
 
+    def test_cgroups_fall_back_with_the_reason(self):
+        # A plain `docker run` gives tend no cgroup v2 hierarchy it can
+        # write: v1 cgroups on a v1 or hybrid host (this one), a read-only
+        # cgroup2 mount on a v2 one.  tend runs as before and says why.
+        version = docker("info", "-f", "{{.CgroupVersion}}").stdout.strip()
+        name = self.run_box()
+        h = json.loads(self.tend(name, "health", "--json").stdout)
+        cg = h.get("cgroups")
+        self.assertIsInstance(cg, dict, h)
+        self.assertEqual(cg.get("mode"), "none", "engine's cgroups v%s: %s" % (version, cg))
+        self.assertIsInstance(cg.get("reason"), str, cg)
+        self.assertNotEqual(cg["reason"].strip(), "", cg)
+        r = self.tend(name, "run", "--", "/sbin/tend", "--version")
+        self.assertTrue(r.stdout.startswith("tend "), r.stdout)
+        # A limit is refused, never ignored: nothing runs without it.
+        r = self.tend(name, "run", "--json", "--memory", "32M", "--", "/sbin/tend", "--version",
+                      check=False)
+        self.assertEqual(r.returncode, 1, r)
+        self.assertEqual(json.loads(r.stderr)["code"], "limits_unavailable", r.stderr)
+
     def test_docker_stop_is_a_graceful_shutdown(self):
         name = self.run_box()
         self.tend(name, "start", "--id", "idle", "--", "/sbin/tend", "agent", "--socket",

@@ -5,11 +5,19 @@
  * leaves nothing open (the agent retries), and links planted in the state
  * dir are never written through.
  */
+#include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +147,96 @@ START_TEST(new_id_is_lowercase_hex)
 	ck_assert(boot_id_valid(a));
 	ck_assert_int_eq(boot_new_id(b), 0);
 	ck_assert_str_ne(a, b);
+}
+END_TEST
+
+/*
+ * Two boot IDs made in a child under a seccomp filter that takes the
+ * kernel's random bytes away: GRND_INSECURE refused as an old kernel
+ * does (EINVAL), or getrandom and every open refused (no getrandom, no
+ * /dev).  The child writes them to a pipe.
+ */
+enum { OLD_KERNEL, NO_RANDOM };
+
+static void
+ids_filtered(int how, char ids[2][BOOT_ID_LEN + 1])
+{
+	struct sock_filter	old[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrandom, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, args[2])),
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, GRND_INSECURE, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_filter	none[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrandom, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 1, 0),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_open, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOENT),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog	prog;
+	char			buf[2 * (BOOT_ID_LEN + 1)];
+	int			p[2], st;
+	pid_t			pid;
+
+	if (how == OLD_KERNEL)
+		prog = (struct sock_fprog){ sizeof(old) / sizeof(old[0]), old };
+	else
+		prog = (struct sock_fprog){ sizeof(none) / sizeof(none[0]),
+		    none };
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_ne(pid = fork(), -1);
+	if (pid == 0) {
+		close(p[0]);
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) == -1)
+			_exit(2);
+		if (boot_new_id(buf) == -1 ||
+		    boot_new_id(buf + BOOT_ID_LEN + 1) == -1)
+			_exit(3);
+		_exit(write(p[1], buf, sizeof(buf)) == (ssize_t)sizeof(buf) ?
+		    0 : 4);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], buf, sizeof(buf)), sizeof(buf));
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_int_eq(st, 0);
+	memcpy(ids[0], buf, BOOT_ID_LEN + 1);
+	memcpy(ids[1], buf + BOOT_ID_LEN + 1, BOOT_ID_LEN + 1);
+}
+
+/* Without GRND_INSECURE (before Linux 5.6) an ID still comes. */
+START_TEST(new_id_on_an_old_kernel)
+{
+	char	ids[2][BOOT_ID_LEN + 1];
+
+	ids_filtered(OLD_KERNEL, ids);
+	ck_assert(boot_id_valid(ids[0]));
+	ck_assert(boot_id_valid(ids[1]));
+	ck_assert_str_ne(ids[0], ids[1]);
+}
+END_TEST
+
+/* With no random bytes from the kernel at all, unique IDs still. */
+START_TEST(new_id_without_random_bytes)
+{
+	char	a[2][BOOT_ID_LEN + 1], b[2][BOOT_ID_LEN + 1];
+
+	ids_filtered(NO_RANDOM, a);
+	ids_filtered(NO_RANDOM, b);
+	ck_assert(boot_id_valid(a[0]));
+	ck_assert(boot_id_valid(a[1]));
+	ck_assert_str_ne(a[0], a[1]);
+	ck_assert_str_ne(a[0], b[0]);
+	ck_assert_str_ne(a[1], b[1]);
 }
 END_TEST
 
@@ -486,6 +584,8 @@ boot_suite(void)
 
 	tc = tcase_create("id");
 	tcase_add_test(tc, new_id_is_lowercase_hex);
+	tcase_add_test(tc, new_id_on_an_old_kernel);
+	tcase_add_test(tc, new_id_without_random_bytes);
 	tcase_add_test(tc, id_valid_vectors);
 	suite_add_tcase(s, tc);
 
