@@ -348,6 +348,39 @@ class TestFreezeThaw(CgroupCase):
         self.assertIn("fz-all", reply["processes"])
         self.assertMoves(count)
 
+    def test_frozen_is_killed_by_rm_force(self):
+        count = self.counter("fz-rm")
+        self.ok("freeze", "fz-rm")
+        pid = self.agent.status("fz-rm").json["pid"]
+        host_pid = self.agent.host_pid_of(pid)
+        self.assertIsNotNone(host_pid)
+        # KILL reaches a frozen cgroup: the record goes, and its process too.
+        self.ok("rm", "-f", "fz-rm")
+        self.assertOneLineError(self.tend("status", "fz-rm"), 4)
+        self.assertTrue(poll(lambda: not os.path.exists("/proc/%d" % host_pid), timeout=5))
+        a = count()
+        time.sleep(scaled(0.2))
+        self.assertEqual(count(), a)
+
+    def test_signal_to_frozen(self):
+        # Handled: the handler runs at the thaw.  Unhandled TERM: fatal, at once.
+        self.start("fz-trap", "sh", "-c", 'trap "exit 7" TERM; while :; do sleep 0.05; done')
+        self.addCleanup(self.tend, "rm", "-f", "fz-trap")
+        self.start("fz-plain", "sh", "-c", "while :; do sleep 0.05; done")
+        self.addCleanup(self.tend, "rm", "-f", "fz-plain")
+        for pid_id in ("fz-trap", "fz-plain"):
+            self.ok("freeze", pid_id)
+            self.ok("kill", pid_id)
+        r = self.tend("wait", "--timeout", "5", "fz-plain")
+        self.assertEqual(r.returncode, 143, r)
+        time.sleep(scaled(0.3))
+        st = self.agent.status("fz-trap").json
+        self.assertEqual(st["state"], "running", st)
+        self.assertIs(st.get("frozen"), True, st)
+        self.ok("thaw", "fz-trap")
+        r = self.tend("wait", "--timeout", "5", "fz-trap")
+        self.assertEqual(r.returncode, 7, r)
+
     def test_no_such_process_is_4(self):
         self.assertOneLineError(self.tend("freeze", "fz-nobody"), 4)
         self.assertOneLineError(self.tend("thaw", "fz-nobody"), 4)
