@@ -348,18 +348,21 @@ agent_opt_default_limits(const struct opt *o, void *base, const char *arg,
 		*v++ = '\0';
 		if (strcmp(p, "cpu") == 0) {
 			l->cpu = strtod(v, &end);
-			if (end == v || *end != '\0' || !(l->cpu > 0))
+			if (end == v || *end != '\0' ||
+			    !(l->cpu >= API_CPUS_MIN) || l->cpu > API_CPUS_MAX)
+				goto bad;
+		} else if (strcmp(p, "pids") == 0) {
+			l->pids = strtoll(v, &end, 10);
+			if (end == v || *end != '\0' || l->pids < 1)
 				goto bad;
 		} else if (strcmp(p, "memory") == 0 ||
-		    strcmp(p, "memoryHigh") == 0 || strcmp(p, "pids") == 0) {
-			if (cgroup_parse_size(v, &n) == -1)
+		    strcmp(p, "memoryHigh") == 0) {
+			if (codec_parse_size(v, &n) == -1)
 				goto bad;
 			if (strcmp(p, "memory") == 0)
 				l->memory = n;
-			else if (strcmp(p, "memoryHigh") == 0)
-				l->memory_high = n;
 			else
-				l->pids = n;
+				l->memory_high = n;
 		} else
 			goto bad;
 	}

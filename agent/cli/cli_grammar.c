@@ -22,7 +22,7 @@
 #include "base/opt.h"
 #include "base/tunables.h"
 #include "base/util.h"
-#include "sys/cgroup.h"
+#include "base/codec.h"
 
 #include "cli.h"
 
@@ -535,7 +535,7 @@ cli_opt_size(const struct opt *o, void *base, const char *arg,
 {
 	int64_t	n;
 
-	if (cgroup_parse_size(arg, &n) == -1) {
+	if (codec_parse_size(arg, &n) == -1) {
 		(void)buf_printf(err, "bad --%s '%s': want bytes > 0, or with "
 		    "K, M, G or T (256M)", o->name, arg);
 		return -1;
@@ -544,7 +544,7 @@ cli_opt_size(const struct opt *o, void *base, const char *arg,
 	return 0;
 }
 
-/* --cpus: a fraction of CPUs, more than zero. */
+/* --cpus: a fraction of CPUs, 0.01 (cpu.max's least quota) or more. */
 static int
 cli_opt_cpus(const struct opt *o, void *base, const char *arg,
     struct buf *err)
@@ -555,10 +555,10 @@ cli_opt_cpus(const struct opt *o, void *base, const char *arg,
 
 	errno = 0;
 	d = strtod(arg, &end);
-	if (end == arg || *end != '\0' || errno != 0 || !(d > 0) ||
-	    d > API_CPUS_MAX) {
-		(void)buf_printf(err, "bad --%s '%s': want CPUs > 0, e.g. 0.5 "
-		    "or 2", o->name, arg);
+	if (end == arg || *end != '\0' || errno != 0 ||
+	    !(d >= API_CPUS_MIN) || d > API_CPUS_MAX) {
+		(void)buf_printf(err, "bad --%s '%s': want CPUs from 0.01, "
+		    "e.g. 0.5 or 2", o->name, arg);
 		return -1;
 	}
 	c->cpus = d;

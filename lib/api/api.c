@@ -422,10 +422,11 @@ api_opt_limits(const cJSON *f, struct cgroup_limits *l, struct api_err *e)
 	}
 	cJSON_ArrayForEach(el, f) {
 		if (strcmp(el->string, "cpu") == 0) {
-			if (!cJSON_IsNumber(el) || !(el->valuedouble > 0) ||
+			if (!cJSON_IsNumber(el) ||
+			    !(el->valuedouble >= API_CPUS_MIN) ||
 			    el->valuedouble > API_CPUS_MAX) {
 				api_err_invalid(e, "limits", "limits: cpu must "
-				    "be a number of CPUs > 0");
+				    "be a number of CPUs from 0.01 to 4096");
 				return -1;
 			}
 			l->cpu = el->valuedouble;

@@ -5,9 +5,11 @@
  * a client's bytes are either exactly valid or refused, never "mostly
  * decoded".
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -361,4 +363,38 @@ codec_utf8_repair(struct buf *b, const char *str, size_t n)
 		}
 	}
 	return 0;
+}
+
+/* A size: bytes, or with a binary suffix K M G T ("256M", "1KiB"). */
+int
+codec_parse_size(const char *s, int64_t *out)
+{
+	char		*end;
+	long double	 v;
+	int		 shift = 0;
+
+	errno = 0;
+	v = strtold(s, &end);
+	if (end == s || errno != 0 || v < 0 || !isdigit((unsigned char)*s))
+		goto bad;
+	switch (toupper((unsigned char)*end)) {
+	case 'K': shift = 10; end++; break;
+	case 'M': shift = 20; end++; break;
+	case 'G': shift = 30; end++; break;
+	case 'T': shift = 40; end++; break;
+	}
+	if (shift != 0 && (*end == 'i' || *end == 'I'))
+		end++;
+	if (shift != 0 && (*end == 'b' || *end == 'B'))
+		end++;
+	if (*end != '\0')
+		goto bad;
+	v *= (long double)(1ULL << shift);
+	if (v >= 9.2e18L || v < 1)
+		goto bad;
+	*out = (int64_t)v;
+	return 0;
+bad:
+	errno = EINVAL;
+	return -1;
 }

@@ -29,6 +29,8 @@ void	codec_hex(char *out, const void *d, size_t n);
 
 /* Non-negative decimal integer without sign or junk; -1 otherwise. */
 int	codec_parse_u64(const char *, uint64_t *);
+/* "256M" (binary suffixes K M G T, "Ki"/"B" allowed; > 0): 0, or -1 EINVAL. */
+int	codec_parse_size(const char *, int64_t *);
 
 /* Well-formed UTF-8 (no overlongs, no surrogates, <= U+10FFFF)? */
 int	codec_utf8_valid(const char *, size_t);

@@ -205,6 +205,7 @@
 #define API_UID_MAX		4294967294.0	/* (uid_t)-1 is "no user" */
 #define API_RLIMIT_MAX		9007199254740992.0	/* 2^53: exact in a double */
 #define API_CPUS_MAX		4096.0	/* of a "limits" cpu, CPUs */
+#define API_CPUS_MIN		0.01	/* cpu.max's least quota: 1 ms per 100 ms */
 #define API_SIGNAL_MAX		64	/* kill's signal: 1..this */
 #define API_BOOT_Q_MAX		64	/* of ?boot=, NUL included */
 

@@ -418,15 +418,19 @@ job_reap(struct job *j, int wstatus)
 static void
 job_cgroup_final(struct job *j)
 {
+	int64_t	cpu0 = j->has_usage ? j->usage.cpu_usec : 0;
+	bool	oom0 = j->exit.oom_killed;
+
 	if (j->cg.fd == -1)
 		return;
+	/* Once at the end, once more if members outlived it: counted once. */
 	cgroup_usage(&j->cg, &j->usage);
 	j->has_usage = true;
 	if (j->usage.oom_kills > 0)
 		j->exit.oom_killed = true;
-	if (j->usage.cpu_usec > 0)
-		j->tab->cpu_usec += (uint64_t)j->usage.cpu_usec;
-	if (j->exit.oom_killed)
+	if (j->usage.cpu_usec > cpu0)
+		j->tab->cpu_usec += (uint64_t)(j->usage.cpu_usec - cpu0);
+	if (j->exit.oom_killed && !oom0)
 		j->tab->oom_killed++;
 	if (j->frozen) {
 		j->frozen = false;
@@ -449,8 +453,10 @@ job_cgroup_changed(struct cgroup *c)
 		return;
 	}
 	/* Ended, with members left then (a terminal's): gone now. */
-	if (!c->populated)
+	if (!c->populated) {
 		job_cgroup_final(j);
+		(void)job_put_status(j);
+	}
 }
 
 void

@@ -45,6 +45,7 @@ static struct {
 	bool		 on;
 	char		 reason[CGROUP_REASON_MAX];
 	char		 mount[PATH_MAX];	/* the cgroup2 mount point */
+	char		 mroot[PATH_MAX];	/* the hierarchy's path it shows */
 	char		 root[PATH_MAX];	/* the subtree */
 	char		 origin[PATH_MAX];	/* the agent's cgroup at start */
 	bool		 made;		/* root made by this agent */
@@ -248,7 +249,14 @@ cg_find_mount(void)
 		if (sscanf(line, "%*s %*s %*s %4095s %4095s %255s", root,
 		    point, opts) != 3)
 			continue;
+		/*
+		 * A mount of a part of the hierarchy outside this cgroup
+		 * namespace ("/.."): the agent's cgroup is not under it.
+		 */
+		if (strncmp(root, "/..", 3) == 0)
+			continue;
 		snprintf(cg.mount, sizeof(cg.mount), "%s", point);
+		snprintf(cg.mroot, sizeof(cg.mroot), "%s", root);
 		ro = strncmp(opts, "ro", 2) == 0 &&
 		    (opts[2] == ',' || opts[2] == '\0');
 		found = true;
@@ -270,7 +278,8 @@ cg_find_mount(void)
 static int
 cg_own(char *out, size_t n)
 {
-	char	 line[PATH_MAX + 8], *nl;
+	char	 line[PATH_MAX + 8], *nl, *p;
+	size_t	 m;
 	FILE	*f;
 	bool	 found = false;
 
@@ -291,10 +300,22 @@ cg_own(char *out, size_t n)
 	}
 	if ((nl = strchr(line, '\n')) != NULL)
 		*nl = '\0';
-	/* " (deleted)", or a cgroup outside the mount's root: not usable. */
-	if (strchr(line + 3, ' ') != NULL ||
-	    (size_t)snprintf(out, n, "%s%s", cg.mount,
-	    strcmp(line + 3, "/") == 0 ? "" : line + 3) >= n) {
+	/*
+	 * The path is the namespace's; the mount shows the hierarchy from
+	 * its root field down.  " (deleted)", or a cgroup outside what the
+	 * mount shows: not usable.
+	 */
+	p = line + 3;
+	m = strcmp(cg.mroot, "/") == 0 ? 0 : strlen(cg.mroot);
+	if (m > 0 && (strncmp(p, cg.mroot, m) != 0 ||
+	    (p[m] != '/' && p[m] != '\0'))) {
+		cg_off("the agent's cgroup %s is outside the cgroup2 mount "
+		    "(%s of the hierarchy)", p, cg.mroot);
+		return -1;
+	}
+	p += m;
+	if (strchr(p, ' ') != NULL || (size_t)snprintf(out, n, "%s%s",
+	    cg.mount, strcmp(p, "/") == 0 ? "" : p) >= n) {
 		cg_off("the agent's cgroup %s cannot be used", line + 3);
 		return -1;
 	}
@@ -1024,40 +1045,4 @@ cg_ino_cb(struct ev_loop *loop, ev_io *w, int revents)
 		} else if (cg.changed != NULL)
 			cg.changed(c);
 	}
-}
-
-/* ------------------------------------------------------------------ */
-/* Sizes */
-
-int
-cgroup_parse_size(const char *s, int64_t *out)
-{
-	char		*end;
-	long double	 v;
-	int		 shift = 0;
-
-	errno = 0;
-	v = strtold(s, &end);
-	if (end == s || errno != 0 || v < 0 || !isdigit((unsigned char)*s))
-		goto bad;
-	switch (toupper((unsigned char)*end)) {
-	case 'K': shift = 10; end++; break;
-	case 'M': shift = 20; end++; break;
-	case 'G': shift = 30; end++; break;
-	case 'T': shift = 40; end++; break;
-	}
-	if (shift != 0 && (*end == 'i' || *end == 'I'))
-		end++;
-	if (shift != 0 && (*end == 'b' || *end == 'B'))
-		end++;
-	if (*end != '\0')
-		goto bad;
-	v *= (long double)(1ULL << shift);
-	if (v >= 9.2e18L || v < 1)
-		goto bad;
-	*out = (int64_t)v;
-	return 0;
-bad:
-	errno = EINVAL;
-	return -1;
 }

@@ -135,7 +135,4 @@ void	 cgroup_path(const struct cgroup *, char *buf, size_t n);
  */
 int	 cgroup_remove(struct cgroup *);
 
-/* Sizes as the CLI takes them: "256M" (binary suffixes K M G T). */
-int	 cgroup_parse_size(const char *, int64_t *);
-
 #endif

@@ -1,5 +1,5 @@
 /*
- * cgroup: sizes as the CLI takes them; the fallbacks (turned off, a root
+ * cgroup: the fallbacks (turned off, a root
  * that is not cgroup2) with their reasons and limits refused; and, where
  * the host has a writable cgroup2 hierarchy, the real thing on it: the
  * test process in its leaf, a child born in a record's cgroup (spawn's
@@ -23,33 +23,6 @@
 #include "testutil.h"
 
 Suite *cgroup_suite(void);
-
-START_TEST(sizes)
-{
-	static const struct { const char *s; int64_t v; } ok[] = {
-		{ "512", 512 }, { "1K", 1024 }, { "1k", 1024 },
-		{ "256M", 256LL << 20 }, { "1G", 1LL << 30 },
-		{ "2T", 2LL << 40 }, { "1.5K", 1536 }, { "1KiB", 1024 },
-		{ "64MB", 64LL << 20 }
-	};
-	static const char *const bad[] = {
-		"", "0", "-1", "M", "12X", "1KK", " 1", "1e30", "0.1"
-	};
-	int64_t	v;
-	size_t	i;
-
-	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-		ck_assert_msg(cgroup_parse_size(ok[i].s, &v) == 0, "%s",
-		    ok[i].s);
-		ck_assert_int_eq(v, ok[i].v);
-	}
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_msg(cgroup_parse_size(bad[i], &v) == -1, "'%s'",
-		    bad[i]);
-		ck_assert_int_eq(errno, EINVAL);
-	}
-}
-END_TEST
 
 START_TEST(off_says_why)
 {
@@ -197,7 +170,6 @@ cgroup_suite(void)
 	Suite	*s = suite_create("cgroup");
 	TCase	*tc = tcase_create("cgroup");
 
-	tcase_add_test(tc, sizes);
 	tcase_add_test(tc, off_says_why);
 	tcase_add_test(tc, real_hierarchy);
 	suite_add_tcase(s, tc);

@@ -295,6 +295,33 @@ START_TEST(utf8_repair)
 }
 END_TEST
 
+START_TEST(parse_size)
+{
+	static const struct { const char *s; int64_t v; } ok[] = {
+		{ "512", 512 }, { "1K", 1024 }, { "1k", 1024 },
+		{ "256M", 256LL << 20 }, { "1G", 1LL << 30 },
+		{ "2T", 2LL << 40 }, { "1.5K", 1536 }, { "1KiB", 1024 },
+		{ "64MB", 64LL << 20 }
+	};
+	static const char *const bad[] = {
+		"", "0", "-1", "M", "12X", "1KK", " 1", "1e30", "0.1"
+	};
+	int64_t	v;
+	size_t	i;
+
+	for (i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		ck_assert_msg(codec_parse_size(ok[i].s, &v) == 0, "%s",
+		    ok[i].s);
+		ck_assert_int_eq(v, ok[i].v);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(codec_parse_size(bad[i], &v) == -1, "'%s'",
+		    bad[i]);
+		ck_assert_int_eq(errno, EINVAL);
+	}
+}
+END_TEST
+
 Suite *
 codec_suite(void)
 {
@@ -320,6 +347,7 @@ codec_suite(void)
 	tc = tcase_create("scalars");
 	tcase_add_test(tc, hex);
 	tcase_add_test(tc, parse_u64);
+	tcase_add_test(tc, parse_size);
 	tcase_add_test(tc, errno_names);
 	suite_add_tcase(s, tc);
 
