@@ -8,6 +8,7 @@
  * are signalled) the engine asks it through struct job_kind; the order
  * of things around an end is the kind's, the steps are here.
  */
+#include <sys/random.h>
 #include <sys/types.h>
 
 #include <errno.h>
@@ -272,6 +273,24 @@ job_trim_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 /* ------------------------------------------------------------------ */
 /* A job's life */
 
+#ifndef GRND_INSECURE
+#define GRND_INSECURE	0x0004
+#endif
+
+/*
+ * The bytes of an ID the agent makes, which must be unique, not secret:
+ * they do not wait for the kernel's random pool to be seeded, which
+ * early in a machine's boot (the agent its init, no hardware RNG) takes
+ * about a second, the loop stopped all along.  GRND_INSECURE is Linux
+ * 5.6's; an older kernel refuses it and arc4random serves, as before.
+ */
+static void
+job_id_bytes(unsigned char *r, size_t n)
+{
+	if (getrandom(r, n, GRND_INSECURE) != (ssize_t)n)
+		arc4random_buf(r, n);
+}
+
 int
 job_init(struct job *j, struct jobtab *t, const struct job_kind *k,
     const char *id, char prefix, char **argv, const char *cwd)
@@ -290,7 +309,7 @@ job_init(struct job *j, struct jobtab *t, const struct job_kind *k,
 		snprintf(j->id, sizeof(j->id), "%s", id);
 	else
 		do {
-			arc4random_buf(r, sizeof(r));
+			job_id_bytes(r, sizeof(r));
 			codec_hex(hex, r, sizeof(r));
 			snprintf(j->id, sizeof(j->id), "%c%s", prefix, hex);
 		} while (job_find(t, j->id) != NULL);
