@@ -28,6 +28,7 @@
 #include "api/api.h"
 #include "api/api_exec.h"
 #include "api/api_files.h"
+#include "api/api_freeze.h"
 #include "api/api_health.h"
 #include "api/api_output.h"
 #include "api/api_proc.h"
@@ -53,6 +54,7 @@
 #include "core/term.h"
 #include "net/shim.h"
 #include "store/boot.h"
+#include "sys/cgroup.h"
 #include "sys/child.h"
 #include "sys/spawn.h"
 #include "sys/user.h"
@@ -65,6 +67,7 @@ extern char **environ;
  */
 static const struct http_route *const agent_routes[] = {
 	api_health_routes,
+	api_freeze_routes,
 	api_proc_routes,
 	api_output_routes,
 	api_exec_routes,
@@ -117,6 +120,9 @@ static struct agent_opts {
 	const char	*shim_token_file;
 	const char	*shim_user;
 	const char	*envd_user;	/* NULL: root */
+	const char	*cgroup_root;	/* NULL: the agent's own cgroup */
+	int		 no_cgroups;
+	struct cgroup_limits default_limits;
 } opt;
 
 static struct ev_loop	*loop;
@@ -139,6 +145,7 @@ static void	agent_usage(FILE *);
 static opt_set_fn agent_opt_workspace;
 static opt_set_fn agent_opt_default_user;
 static opt_set_fn agent_opt_envd_user;
+static opt_set_fn agent_opt_default_limits;
 static void	agent_options(int, char **);
 static void	agent_shim_options(void);
 static void	agent_shim_start(void);
@@ -204,6 +211,13 @@ static const struct opt agent_opts[] = {
 	    "when a request names none (root)" },
 	{ "envd-user", 0, "USER", OPT_FUNC, .set = agent_opt_envd_user,
 	    .help = "the envd API's default user (root)" },
+	{ "cgroup-root", 0, "PATH", OPT_STR, AGENT_OFF(cgroup_root), .help =
+	    "the cgroup v2 directory for records (the agent's own)" },
+	{ "no-cgroups", 0, NULL, OPT_FLAG, AGENT_OFF(no_cgroups), .help =
+	    "no cgroup per process: group and session only" },
+	{ "default-limits", 0, "L", OPT_FUNC, .set = agent_opt_default_limits,
+	    .help = "limits of every child that asks none, as\n"
+	    "memory=256M,memoryHigh=200M,pids=100,cpu=0.5" },
 	{ "verbose", 'v', NULL, OPT_FLAG, AGENT_OFF(verbose), .help =
 	    "debug log lines" },
 	{ "help", 'h', NULL, OPT_ACTION, .val = AGENT_HELP, .help =
@@ -314,6 +328,47 @@ agent_opt_envd_user(const struct opt *o, void *base, const char *arg,
 	}
 	((struct agent_opts *)base)->envd_user = arg;
 	return 0;
+}
+
+/* --default-limits: "name=value" pairs, comma-separated; sizes with K M G. */
+static int
+agent_opt_default_limits(const struct opt *o, void *base, const char *arg,
+    struct buf *err)
+{
+	struct cgroup_limits	*l = &((struct agent_opts *)base)->default_limits;
+	char			 spec[256], *p, *v, *end, *save = NULL;
+	int64_t			 n;
+
+	if ((size_t)snprintf(spec, sizeof(spec), "%s", arg) >= sizeof(spec))
+		goto bad;
+	for (p = strtok_r(spec, ",", &save); p != NULL;
+	    p = strtok_r(NULL, ",", &save)) {
+		if ((v = strchr(p, '=')) == NULL)
+			goto bad;
+		*v++ = '\0';
+		if (strcmp(p, "cpu") == 0) {
+			l->cpu = strtod(v, &end);
+			if (end == v || *end != '\0' || !(l->cpu > 0))
+				goto bad;
+		} else if (strcmp(p, "memory") == 0 ||
+		    strcmp(p, "memoryHigh") == 0 || strcmp(p, "pids") == 0) {
+			if (cgroup_parse_size(v, &n) == -1)
+				goto bad;
+			if (strcmp(p, "memory") == 0)
+				l->memory = n;
+			else if (strcmp(p, "memoryHigh") == 0)
+				l->memory_high = n;
+			else
+				l->pids = n;
+		} else
+			goto bad;
+	}
+	return 0;
+bad:
+	(void)buf_printf(err, "--%s: '%s': must be name=value pairs of "
+	    "memory, memoryHigh, pids and cpu (e.g. memory=256M,cpu=0.5)",
+	    o->name, arg);
+	return -1;
 }
 
 /*
@@ -481,6 +536,18 @@ agent_main(int argc, char **argv)
 
 	if (boot_new_id(boot) == -1)
 		fatal("event=boot_id_failed");
+	/*
+	 * Containment first: the agent leaves for its leaf before it has
+	 * any child (the shim and the helpers go with it).
+	 */
+	cgroups_init(opt.cgroup_root, opt.no_cgroups, boot);
+	if (cgroups_lacks(&opt.default_limits) != NULL) {
+		log_warnx("event=default_limits_unavailable controller=%s "
+		    "reason=\"%s\"", cgroups_lacks(&opt.default_limits),
+		    cgroups_on() ? "not offered" : cgroups_reason());
+		cgroups_stop();
+		exit(2);
+	}
 	if (fsutil_mkdirs(AT_FDCWD, opt.statedir) == -1)
 		fatal("event=state_dir_failed dir=%s", opt.statedir);
 	if ((statefd = open(opt.statedir, O_RDONLY | O_DIRECTORY |
@@ -496,6 +563,7 @@ agent_main(int argc, char **argv)
 	if (proctab_init(&tab, loop, boot, statefd, -1) == -1)
 		fatal("event=proctab_failed");
 	tab.jobs.maxlive = opt.max_procs;
+	tab.jobs.dflt_limits = &opt.default_limits;
 	tab.jobs.keep = opt.keep_exited;
 	tab.maxlog = opt.max_log;
 	if (termtab_init(&terms, loop, boot, statefd, tab.jobs.baseenv,
@@ -503,6 +571,7 @@ agent_main(int argc, char **argv)
 		fatal("event=termtab_failed");
 	api.tab = &tab;
 	api.terms = &terms;
+	terms.jobs.dflt_limits = &opt.default_limits;
 	api.started_mono = t0;
 	api.default_user = opt.default_user;
 	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
@@ -516,6 +585,7 @@ agent_main(int argc, char **argv)
 
 	if (child_reap_start(loop, agent_reaped) == -1)
 		fatal("event=reaper_failed");
+	cgroups_start(loop, job_cgroup_changed);
 	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
 		ev_signal_init(&sigs[i], agent_signal_cb, forwarded[i]);
 		ev_signal_start(loop, &sigs[i]);
@@ -549,6 +619,7 @@ out:
 	envd_free(&envd);
 	proctab_finalize(&tab);
 	proctab_free(&tab);
+	cgroups_stop();
 	unlink(opt.socket);
 	log_info("event=exit code=%d", exit_code);
 	return exit_code;

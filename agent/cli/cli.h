@@ -93,6 +93,11 @@ struct cli {
 	int			 force;
 	int			 streams;	/* STREAM_*, 0: both */
 	int			 terminals;	/* ps --terminals */
+	int			 resources;	/* ps --resources */
+	int64_t			 memory;	/* --memory, bytes; 0: none */
+	int64_t			 memory_high;	/* --memory-high, bytes; 0: none */
+	int64_t			 pids;		/* --pids; 0: none */
+	double			 cpus;		/* --cpus; 0: none */
 	int64_t			 limit_bytes;	/* logs --limit-bytes; -1: none */
 	int			 ready_port;	/* start --ready-port; 0: none */
 	int			 ready_log;	/* ready_re holds --ready-log */
@@ -167,6 +172,8 @@ int	cli_cmd_wait(struct cli *);
 int	cli_cmd_kill(struct cli *);
 int	cli_cmd_send(struct cli *);
 int	cli_cmd_rm(struct cli *);
+int	cli_cmd_freeze(struct cli *);
+int	cli_cmd_thaw(struct cli *);
 cJSON	*cli_cmd_launch_body(struct cli *, const char *);
 
 /* cli_term.c */
@@ -213,6 +220,6 @@ int	cli_fmt_b64(int, const char *);
 void	cli_fmt_raw(FILE *, const char *, size_t);
 void	cli_fmt_json(const char *, size_t);
 void	cli_fmt_health(const cJSON *);
-int	cli_fmt_ps(const cJSON *);
+int	cli_fmt_ps(const cJSON *, int);
 
 #endif

@@ -1,9 +1,10 @@
 /*
  * cli_cmd.c: the handlers cli.c's grammar names, but for run (cli_run.c)
  * and help (the grammar's own) — health, ps, start, logs, status, wait,
- * kill, send, rm.  Each makes one or a few calls through cli_http and
- * prints the reply through cli_fmt (as it came with --json); it returns
- * the exit code.  Also the launch body start and run both send.
+ * kill, send, rm, freeze, thaw.  Each makes one or a few calls through
+ * cli_http and prints the reply through cli_fmt (as it came with --json);
+ * it returns the exit code.  Also the launch body start and run both
+ * send.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -23,6 +24,8 @@ static int	cli_cmd_terminals(struct cli *, struct cli_http *);
 static int	cli_cmd_poll(struct cli *);
 static int	cli_cmd_quiet(struct cli *, struct cli_http *, const char *,
 		    const char *, int);
+static int	cli_cmd_limits(const struct cli *, cJSON *);
+static int	cli_cmd_freezing(struct cli *, int);
 
 /*
  * Make the call; with --json print its reply as it came.  CLI_OK with *j
@@ -100,7 +103,7 @@ cli_cmd_ps(struct cli *c)
 		if (j == NULL || !cJSON_IsArray(j)) {
 			cli_warnx("bad reply from the agent: not a JSON array");
 			rv = CLI_REFUSED;
-		} else if (cli_fmt_ps(j) == -1) {
+		} else if (cli_fmt_ps(j, c->resources) == -1) {
 			cli_warnx("out of memory");
 			rv = CLI_REFUSED;
 		}
@@ -108,6 +111,28 @@ cli_cmd_ps(struct cli *c)
 	}
 	cli_http_free(&h);
 	return rv;
+}
+
+/* "limits" of the launch body, when any is given.  -1 on ENOMEM. */
+static int
+cli_cmd_limits(const struct cli *c, cJSON *o)
+{
+	cJSON	*l;
+
+	if (c->memory == 0 && c->memory_high == 0 && c->pids == 0 &&
+	    c->cpus == 0)
+		return 0;
+	if ((l = cJSON_AddObjectToObject(o, "limits")) == NULL ||
+	    (c->memory > 0 && cJSON_AddNumberToObject(l, "memory",
+	    (double)c->memory) == NULL) ||
+	    (c->memory_high > 0 && cJSON_AddNumberToObject(l, "memoryHigh",
+	    (double)c->memory_high) == NULL) ||
+	    (c->pids > 0 && cJSON_AddNumberToObject(l, "pids",
+	    (double)c->pids) == NULL) ||
+	    (c->cpus > 0 && cJSON_AddNumberToObject(l, "cpu", c->cpus) ==
+	    NULL))
+		return -1;
+	return 0;
 }
 
 /* The launch body shared by start and run; it takes over c->env. */
@@ -135,6 +160,8 @@ cli_cmd_launch_body(struct cli *c, const char *id)
 		goto fail;
 	if (c->timeout_ms > 0 && cJSON_AddNumberToObject(o, "timeout",
 	    (double)c->timeout_ms) == NULL)
+		goto fail;
+	if (cli_cmd_limits(c, o) == -1)
 		goto fail;
 	if (c->env != NULL) {
 		cJSON_AddItemToObject(o, "env", c->env);
@@ -347,4 +374,55 @@ cli_cmd_rm(struct cli *c)
 
 	cli_http_init(&h, "DELETE");
 	return cli_cmd_quiet(c, &h, "", "force", c->force);
+}
+
+/*
+ * freeze, thaw: one process (its status, printed with --json only), or
+ * without ID every process and terminal: a line says how many.
+ */
+static int
+cli_cmd_freezing(struct cli *c, int freeze)
+{
+	const char	*verb = freeze ? "freeze" : "thaw";
+	struct cli_http	 h;
+	cJSON		*j;
+	int		 rv, np, nt;
+
+	cli_http_init(&h, "POST");
+	if ((c->nargs == 1 ? cli_http_proc_target(&h, c->args[0],
+	    freeze ? "/freeze" : "/thaw") : buf_printf(&h.target, "/v1/%s",
+	    verb)) == -1) {
+		cli_http_free(&h);
+		return CLI_REFUSED;
+	}
+	if ((rv = cli_cmd_fetch(c, &h, &j)) == CLI_OK && !c->json &&
+	    c->nargs == 0) {
+		if (j == NULL) {
+			cli_warnx("bad reply from the agent: not JSON");
+			rv = CLI_REFUSED;
+		} else {
+			np = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+			    j, "processes"));
+			nt = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+			    j, "terminals"));
+			printf("%s: %d process%s, %d terminal%s\n",
+			    freeze ? "frozen" : "thawed", np, np == 1 ? "" :
+			    "es", nt, nt == 1 ? "" : "s");
+		}
+	}
+	cJSON_Delete(j);
+	cli_http_free(&h);
+	return rv;
+}
+
+int
+cli_cmd_freeze(struct cli *c)
+{
+	return cli_cmd_freezing(c, 1);
+}
+
+int
+cli_cmd_thaw(struct cli *c)
+{
+	return cli_cmd_freezing(c, 0);
 }

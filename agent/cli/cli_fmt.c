@@ -2,8 +2,8 @@
  * cli_fmt.c: what the agent's replies hold and how the CLI prints them —
  * fields read from JSON, the exit code a status stands for, output in
  * base64 written out, replies printed as they came or indented, the
- * health summary and the ps table (durations, argv as a shell would need
- * it typed).  Nothing here talks to the agent.
+ * health summary and the ps table (durations, sizes, argv as a shell
+ * would need it typed).  Nothing here talks to the agent.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -21,19 +21,26 @@
 
 #include "cli.h"
 
-/* The table columns, in order. */
-enum { PS_ID, PS_PID, PS_STATE, PS_EXIT, PS_AGE, PS_COMMAND, PS_NCOLS };
+/* The table columns, in order; CPU to PIDS with --resources only. */
+enum {
+	PS_ID, PS_PID, PS_STATE, PS_EXIT, PS_AGE,
+	PS_CPU, PS_MEM, PS_PEAK, PS_PIDS,
+	PS_COMMAND, PS_NCOLS
+};
 
 /* One cell's text before it is copied into the table. */
 #define PS_CELL_MAX	64
 
 static void	cli_fmt_duration(char *, size_t, int64_t);
+static void	cli_fmt_size(char *, size_t, const cJSON *);
+static void	cli_fmt_cgroups(const cJSON *);
+static void	cli_fmt_ps_resources(char **, const cJSON *);
 static int64_t	cli_fmt_time(const char *);
 static int	cli_fmt_command(struct buf *, const cJSON *);
 static void	cli_fmt_ps_exit(char *, size_t, const cJSON *);
 static void	cli_fmt_ps_row(char **, const cJSON *, int64_t,
 		    struct buf *);
-static void	cli_fmt_ps_print(char **, int);
+static void	cli_fmt_ps_print(char **, int, int);
 
 /* ---------------------------------------------------------------------
  * Reading replies.
@@ -161,6 +168,34 @@ cli_fmt_health(const cJSON *j)
 	printf("processes  %d running, %d in all\n",
 	    cli_fmt_int(p, "running", 0), cli_fmt_int(p, "total", 0));
 	printf("terminals  %d\n", cli_fmt_int(j, "terminals", 0));
+	cli_fmt_cgroups(cJSON_GetObjectItemCaseSensitive(j, "cgroups"));
+}
+
+/*
+ * "cgroups    v2 ROOT (cpu memory pids)", "... (no controllers)", or
+ * "cgroups    none (why)"; nothing from an agent that does not say.
+ */
+static void
+cli_fmt_cgroups(const cJSON *cg)
+{
+	const cJSON	*a, *el;
+	const char	*mode, *s;
+	int		 n = 0;
+
+	if ((mode = cli_fmt_str(cg, "mode")) == NULL)
+		return;
+	printf("cgroups    %s", mode);
+	if ((s = cli_fmt_str(cg, "root")) != NULL)
+		printf(" %s", s);
+	if ((s = cli_fmt_str(cg, "reason")) != NULL) {
+		printf(" (%s)\n", s);
+		return;
+	}
+	a = cJSON_GetObjectItemCaseSensitive(cg, "controllers");
+	cJSON_ArrayForEach(el, a)
+		if (cJSON_IsString(el))
+			printf("%s%s", n++ == 0 ? " (" : " ", el->valuestring);
+	printf("%s\n", n > 0 ? ")" : " (no controllers)");
 }
 
 /* "45s", "3m12s", "5h02m", "2d04h". */
@@ -180,6 +215,28 @@ cli_fmt_duration(char *out, size_t len, int64_t ms)
 	else
 		snprintf(out, len, "%lldd%02lldh", (long long)(s / 86400),
 		    (long long)(s / 3600 % 24));
+}
+
+/* Bytes as "512B", "1.5K", "12M", "2.0G" (binary); "-" if not a number. */
+static void
+cli_fmt_size(char *out, size_t len, const cJSON *v)
+{
+	static const char	 unit[] = "BKMGTPE";
+	double			 d;
+	int			 u = 0;
+
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0) {
+		snprintf(out, len, "-");
+		return;
+	}
+	for (d = v->valuedouble; d >= 1024 && u < (int)sizeof(unit) - 2; u++)
+		d /= 1024;
+	if (u == 0)
+		snprintf(out, len, "%.0fB", d);
+	else if (d < 9.95)
+		snprintf(out, len, "%.1f%c", d, unit[u]);
+	else
+		snprintf(out, len, "%.0f%c", d, unit[u]);
 }
 
 /* RFC 3339 UTC ("2026-07-08T00:00:00.000Z") to ms; -1 if not that. */
@@ -241,7 +298,10 @@ cli_fmt_command(struct buf *b, const cJSON *argv)
  * The ps table.
  */
 
-/* EXIT: "0", "143 (TERM)", "137 (KILL) timeout", an error code, or "-". */
+/*
+ * EXIT: "0", "143 (TERM)", "137 (KILL) timeout", "137 (OOM)" (the OOM
+ * killer's KILL), an error code, or "-".
+ */
 static void
 cli_fmt_ps_exit(char *tmp, size_t len, const cJSON *p)
 {
@@ -253,7 +313,11 @@ cli_fmt_ps_exit(char *tmp, size_t len, const cJSON *p)
 	if (cJSON_IsNumber(v)) {
 		snprintf(tmp, len, "%d", v->valueint);
 		v = cJSON_GetObjectItemCaseSensitive(ex, "signal");
-		if (cJSON_IsNumber(v) &&
+		if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(ex,
+		    "oomKilled")))
+			snprintf(tmp + strlen(tmp), len - strlen(tmp),
+			    " (OOM)");
+		else if (cJSON_IsNumber(v) &&
 		    (sig = sigabbrev_np(v->valueint)) != NULL)
 			snprintf(tmp + strlen(tmp), len - strlen(tmp),
 			    " (%s)", sig);
@@ -266,6 +330,32 @@ cli_fmt_ps_exit(char *tmp, size_t len, const cJSON *p)
 		snprintf(tmp, len, "%s", cli_fmt_str(v, "code"));
 	else
 		snprintf(tmp, len, "-");
+}
+
+/* CPU, MEM, PEAK, PIDS of a status's "resources"; "-" for what is absent. */
+static void
+cli_fmt_ps_resources(char **row, const cJSON *p)
+{
+	const cJSON	*r, *v;
+	char		 tmp[PS_CELL_MAX];
+
+	r = cJSON_GetObjectItemCaseSensitive(p, "resources");
+	v = cJSON_GetObjectItemCaseSensitive(r, "cpuUsec");
+	if (cJSON_IsNumber(v))
+		snprintf(tmp, sizeof(tmp), "%.2fs", v->valuedouble / 1e6);
+	else
+		snprintf(tmp, sizeof(tmp), "-");
+	row[PS_CPU] = strdup(tmp);
+	cli_fmt_size(tmp, sizeof(tmp), cJSON_GetObjectItemCaseSensitive(r,
+	    "memoryCurrent"));
+	row[PS_MEM] = strdup(tmp);
+	cli_fmt_size(tmp, sizeof(tmp), cJSON_GetObjectItemCaseSensitive(r,
+	    "memoryPeak"));
+	row[PS_PEAK] = strdup(tmp);
+	v = cJSON_GetObjectItemCaseSensitive(r, "pidsCurrent");
+	snprintf(tmp, sizeof(tmp), cJSON_IsNumber(v) ? "%.0f" : "-",
+	    cJSON_IsNumber(v) ? v->valuedouble : 0);
+	row[PS_PIDS] = strdup(tmp);
 }
 
 /* One status's cells, each strdup'ed; one left NULL is out of memory. */
@@ -292,15 +382,19 @@ cli_fmt_ps_row(char **row, const cJSON *p, int64_t now, struct buf *cmd)
 	else
 		snprintf(tmp, sizeof(tmp), "-");
 	row[PS_AGE] = strdup(tmp);
+	cli_fmt_ps_resources(row, p);
 	buf_reset(cmd);
 	if (cli_fmt_command(cmd, cJSON_GetObjectItemCaseSensitive(p,
 	    "command")) == 0)
 		row[PS_COMMAND] = strdup(buf_head(cmd));
 }
 
-/* Columns as wide as their widest cell; COMMAND last, not padded. */
+/*
+ * Columns as wide as their widest cell; COMMAND last, not padded.  The
+ * usage columns only when resources.
+ */
 static void
-cli_fmt_ps_print(char **cell, int nrow)
+cli_fmt_ps_print(char **cell, int nrow, int resources)
 {
 	size_t	w[PS_NCOLS];
 	int	r, k;
@@ -312,21 +406,24 @@ cli_fmt_ps_print(char **cell, int nrow)
 				w[k] = strlen(cell[r * PS_NCOLS + k]);
 	for (r = 0; r < nrow; r++) {
 		for (k = 0; k < PS_NCOLS - 1; k++)
-			printf("%-*s  ", (int)w[k], cell[r * PS_NCOLS + k]);
+			if (resources || k < PS_CPU || k > PS_PIDS)
+				printf("%-*s  ", (int)w[k],
+				    cell[r * PS_NCOLS + k]);
 		printf("%s\n", cell[r * PS_NCOLS + PS_COMMAND]);
 	}
 }
 
 /*
- * The table of a JSON array of statuses.  The cells are filled first:
- * the widths depend on all of them.  -1 (nothing printed) when out of
- * memory.
+ * The table of a JSON array of statuses, with the usage columns when
+ * resources.  The cells are filled first: the widths depend on all of
+ * them.  -1 (nothing printed) when out of memory.
  */
 int
-cli_fmt_ps(const cJSON *j)
+cli_fmt_ps(const cJSON *j, int resources)
 {
 	static const char *const	 title[PS_NCOLS] = {
-		"ID", "PID", "STATE", "EXIT", "AGE", "COMMAND"
+		"ID", "PID", "STATE", "EXIT", "AGE", "CPU", "MEM", "PEAK",
+		"PIDS", "COMMAND"
 	};
 	struct buf			 cmd = { 0 };
 	const cJSON			*p;
@@ -347,7 +444,7 @@ cli_fmt_ps(const cJSON *j)
 		if (cell[k] == NULL)
 			rv = -1;
 	if (rv == 0)
-		cli_fmt_ps_print(cell, nrow);
+		cli_fmt_ps_print(cell, nrow, resources);
 	for (k = 0; k < nrow * PS_NCOLS; k++)
 		free(cell[k]);
 	free(cell);

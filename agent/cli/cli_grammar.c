@@ -22,6 +22,7 @@
 #include "base/opt.h"
 #include "base/tunables.h"
 #include "base/util.h"
+#include "sys/cgroup.h"
 
 #include "cli.h"
 
@@ -57,12 +58,19 @@
 	  .set = (fn), .val = (v), .help = (h) }
 #define CLI_ACTION(n, l, h)						\
 	{ .name = (n), .letter = (l), .kind = OPT_ACTION, .help = (h) }
+/* A size in bytes (K M G T binary suffixes) into an int64_t field. */
+#define CLI_SIZE(n, field, h)						\
+	{ .name = (n), .arg = "SIZE", .kind = OPT_FUNC,			\
+	  .off = offsetof(struct cli, field), .set = cli_opt_size,	\
+	  .help = (h) }
 
 static opt_set_fn	cli_opt_env;
 static opt_set_fn	cli_opt_signal;
 static opt_set_fn	cli_opt_regex;
 static opt_set_fn	cli_opt_exclude;
 static opt_set_fn	cli_opt_stream;
+static opt_set_fn	cli_opt_size;
+static opt_set_fn	cli_opt_cpus;
 static int		cli_signal(const char *);
 
 /* ---------------------------------------------------------------------
@@ -96,6 +104,9 @@ static const struct opt cli_opts_ps[] = {
 	CLI_FLAG("terminals", 0, terminals,
 	    "list terminals (GET /v1/terminals, the\n"
 	    "agent's JSON array as it came)"),
+	CLI_FLAG("resources", 0, resources,
+	    "add the columns CPU (seconds), MEM, PEAK and\n"
+	    "PIDS: each process's cgroup usage"),
 	OPT_END
 };
 
@@ -109,7 +120,20 @@ static const struct opt cli_opts_ps[] = {
 	    "a plain K passes on tend's own value"),			\
 	CLI_STR("user", 0, "USER", user, "run as this user name or uid"),\
 	CLI_MS("timeout", "SECONDS", timeout_ms, 1,			\
-	    "TERM the process group after this long,\nthen KILL")
+	    "TERM the process (its cgroup, else its\n"			\
+	    "group) after this long, then KILL"),			\
+	CLI_SIZE("memory", memory,					\
+	    "memory limit (memory.max): bytes, or with\n"		\
+	    "K, M, G, T (binary: 256M is 256 MiB)"),			\
+	CLI_SIZE("memory-high", memory_high,				\
+	    "memory above which it is throttled and\n"		\
+	    "reclaimed (memory.high), as --memory"),			\
+	CLI_COUNT("pids", "N", OPT_INT64, pids, 1, INT64_MAX,		\
+	    "want a whole number > 0",					\
+	    "at most N processes and threads (pids.max)"),		\
+	CLI_FUNC("cpus", 0, "F", cli_opt_cpus, 0,			\
+	    "CPU time, in CPUs: 0.5 is half of one\n"			\
+	    "(cpu.max)")
 
 static const struct opt cli_opts_start[] = {
 	CLI_LAUNCH_OPTS,
@@ -245,6 +269,12 @@ static const struct opt cli_opts_persist[] = {
 	OPT_END
 };
 
+static const struct opt cli_opts_freeze[] = {
+	CLI_JSON_OPT("print the agent's reply: the status, or\n"
+	    "without ID {\"frozen\",\"processes\",\"terminals\"}"),
+	OPT_END
+};
+
 static const struct opt cli_opts_hydrate[] = {
 	CLI_JSON_OPT("print the agent's {\"ok\":true}"),
 	OPT_END
@@ -255,19 +285,26 @@ const struct cli_cmd cli_cmds[] = {
 	    "show the agent's boot ID, version, uptime and counts",
 	    "Show the agent's boot ID, version, uptime and process counts." },
 	{ "ps", cli_cmd_ps, cli_opts_ps,
-	    "[-a] [--json] [--boot BOOT] [--terminals]", 0, 0, 0,
-	    "list this boot's processes",
+	    "[-a] [--json] [--resources] [--boot BOOT] [--terminals]", 0, 0,
+	    0, "list this boot's processes",
 	    "List this boot's running processes (all of them with -a): ID,\n"
-	    "PID, STATE, EXIT (code, signal or error), AGE (since start) and\n"
-	    "COMMAND." },
+	    "PID, STATE, EXIT (code, signal or error; \"137 (OOM)\" when the\n"
+	    "OOM killer killed it), AGE (since start) and COMMAND.  With\n"
+	    "--resources also CPU (seconds used), MEM (memory now), PEAK\n"
+	    "(its most) and PIDS (processes now) of each one's cgroup: \"-\"\n"
+	    "where the agent has no such figure (no cgroups, or no such\n"
+	    "controller); an ended process keeps its final figures." },
 	{ "start", cli_cmd_start, cli_opts_start, "[OPTIONS] -- ARGV...", 1, -1,
 	    CMD_ORDERED | CMD_LAUNCH,
 	    "start a process in the background and print its ID",
 	    "Start ARGV (looked up in PATH) in its own session and process\n"
-	    "group and print its ID.  The agent stores its output: see\n"
-	    "`tend logs`.  With --ready-port or --ready-log, return only\n"
-	    "once the process is ready (both, if both are given): exit 6\n"
-	    "if it ends first, 124 if --ready-timeout runs out." },
+	    "group (and cgroup, where the agent has cgroups) and print its\n"
+	    "ID.  The agent stores its output: see `tend logs`.  With\n"
+	    "--ready-port or --ready-log, return only once the process is\n"
+	    "ready (both, if both are given): exit 6 if it ends first, 124\n"
+	    "if --ready-timeout runs out.  --memory, --memory-high, --pids\n"
+	    "and --cpus limit its cgroup; an agent without the controller\n"
+	    "refuses them (exit 1, limits_unavailable): never ignored." },
 	{ "run", cli_run, cli_opts_run, "[OPTIONS] -- ARGV...", 1, -1,
 	    CMD_ORDERED | CMD_LAUNCH | CMD_PROCEXIT,
 	    "run a process, stream its output, exit with its code",
@@ -276,7 +313,8 @@ const struct cli_cmd cli_cmds[] = {
 	    "SIGHUP are passed on to the process's group; SIGQUIT (Ctrl-\\)\n"
 	    "leaves tend and lets the process run.  Without --id the ID is\n"
 	    "run-<pid>-<random hex>; the output stays readable with\n"
-	    "`tend logs`." },
+	    "`tend logs`.  The limits are start's: refused (exit 1), never\n"
+	    "ignored, where the agent lacks the controller." },
 	{ "logs", cli_cmd_logs, cli_opts_logs,
 	    "[-f] [--stdout|--stderr] [--since CURSOR] [--boot BOOT] ID\n"
 	    "       tend logs --json [--since CURSOR] [--limit-bytes N] "
@@ -307,6 +345,20 @@ const struct cli_cmd cli_cmds[] = {
 	{ "rm", cli_cmd_rm, cli_opts_rm, "[-f] ID", 1, 1, 0,
 	    "remove a process's record and stored output",
 	    "Remove the record and stored output of an ended process ID." },
+	{ "freeze", cli_cmd_freeze, cli_opts_freeze, "[--json] [ID]", 0, 1, 0,
+	    "freeze a process, or every process and terminal",
+	    "Freeze process ID (its whole cgroup), or without ID every\n"
+	    "running process and terminal, and return once the kernel says\n"
+	    "frozen: nothing runs until `tend thaw`; a timeout's clock\n"
+	    "stands still meanwhile.  Without ID the agent also flushes its\n"
+	    "state directory to disk first (before a snapshot).  The agent\n"
+	    "itself is never frozen.  Needs cgroups (exit 1 without); a\n"
+	    "freeze the kernel has not finished in 2 s is exit 1\n"
+	    "(freeze_timeout) and stays asked." },
+	{ "thaw", cli_cmd_thaw, cli_opts_freeze, "[--json] [ID]", 0, 1, 0,
+	    "thaw a frozen process, or everything",
+	    "Thaw process ID, or without ID every running process and\n"
+	    "terminal: they run on from where they stopped." },
 	{ "cat", cli_files_cat, cli_opts_cat, "[--range A-B] PATH", 1, 1,
 	    CMD_PATH, "print a file's bytes",
 	    "Print the bytes of file PATH (absolute, or relative to the\n"
@@ -473,6 +525,43 @@ cli_opt_regex(const struct opt *o, void *base, const char *arg,
 		return -1;
 	}
 	c->ready_log = 1;
+	return 0;
+}
+
+/* --memory, --memory-high: bytes, or K M G T binary multiples. */
+static int
+cli_opt_size(const struct opt *o, void *base, const char *arg,
+    struct buf *err)
+{
+	int64_t	n;
+
+	if (cgroup_parse_size(arg, &n) == -1) {
+		(void)buf_printf(err, "bad --%s '%s': want bytes > 0, or with "
+		    "K, M, G or T (256M)", o->name, arg);
+		return -1;
+	}
+	*(int64_t *)(void *)((char *)base + o->off) = n;
+	return 0;
+}
+
+/* --cpus: a fraction of CPUs, more than zero. */
+static int
+cli_opt_cpus(const struct opt *o, void *base, const char *arg,
+    struct buf *err)
+{
+	struct cli	*c = base;
+	char		*end;
+	double		 d;
+
+	errno = 0;
+	d = strtod(arg, &end);
+	if (end == arg || *end != '\0' || errno != 0 || !(d > 0) ||
+	    d > API_CPUS_MAX) {
+		(void)buf_printf(err, "bad --%s '%s': want CPUs > 0, e.g. 0.5 "
+		    "or 2", o->name, arg);
+		return -1;
+	}
+	c->cpus = d;
 	return 0;
 }
 

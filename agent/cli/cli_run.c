@@ -4,7 +4,6 @@
  * SIGINT, SIGTERM and SIGHUP are passed on to the process's group on a
  * second connection.  The exit code is the process's.
  */
-#include <sys/random.h>
 #include <sys/signalfd.h>
 
 #include <errno.h>
@@ -20,6 +19,7 @@
 #include "base/codec.h"
 
 #include "cli.h"
+#include "store/boot.h"
 
 _Static_assert(CLI_RUN_STDIN_MAX / 3 * 4 + 64 * 1024 <= HTTP_MAX_BODY,
     "run --stdin must leave room in the body for argv and env");
@@ -83,8 +83,7 @@ cli_run_request(struct cli_run *r, struct cli_http *h)
 	r->id = c->id;
 	if (r->id == NULL) {
 		/* The stream's events carry no id: choose it here. */
-		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-			memset(rnd, 0, sizeof(rnd));
+		boot_random(rnd, sizeof(rnd));
 		codec_hex(hex, rnd, sizeof(rnd));
 		snprintf(r->gen, sizeof(r->gen), "run-%ld-%s", (long)getpid(),
 		    hex);

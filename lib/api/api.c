@@ -17,6 +17,7 @@
 #include "api.h"
 #include "base/codec.h"
 #include "store/boot.h"
+#include "sys/cgroup.h"
 #include "sys/user.h"
 
 static struct http_route	api_routes[API_ROUTES_MAX + 1];
@@ -404,12 +405,74 @@ api_opt_confine(const cJSON *j, struct spawn_confine *sc, struct api_err *e)
 	return 0;
 }
 
+/*
+ * "limits": {"memory","memoryHigh","pids","cpu"}: bytes, a count and a
+ * fraction of CPUs, each > 0.  A limit whose controller the records do
+ * not get is refused (422), never dropped.
+ */
+static int
+api_opt_limits(const cJSON *f, struct cgroup_limits *l, struct api_err *e)
+{
+	const cJSON	*el;
+	const char	*miss;
+
+	if (!cJSON_IsObject(f)) {
+		api_err_invalid(e, "limits", "must be an object of numbers");
+		return -1;
+	}
+	cJSON_ArrayForEach(el, f) {
+		if (strcmp(el->string, "cpu") == 0) {
+			if (!cJSON_IsNumber(el) || !(el->valuedouble > 0) ||
+			    el->valuedouble > API_CPUS_MAX) {
+				api_err_invalid(e, "limits", "limits: cpu must "
+				    "be a number of CPUs > 0");
+				return -1;
+			}
+			l->cpu = el->valuedouble;
+			continue;
+		}
+		if (strcmp(el->string, "memory") != 0 &&
+		    strcmp(el->string, "memoryHigh") != 0 &&
+		    strcmp(el->string, "pids") != 0) {
+			api_err_set(e, 400, "invalid_request", "limits",
+			    "limits: unknown limit '%.64s' (memory, memoryHigh, "
+			    "pids, cpu)", el->string);
+			return -1;
+		}
+		if (!api_integer(el, 1, API_RLIMIT_MAX)) {
+			api_err_set(e, 400, "invalid_request", "limits",
+			    "limits: %s must be a whole number > 0",
+			    el->string);
+			return -1;
+		}
+		if (strcmp(el->string, "memory") == 0)
+			l->memory = (int64_t)el->valuedouble;
+		else if (strcmp(el->string, "memoryHigh") == 0)
+			l->memory_high = (int64_t)el->valuedouble;
+		else
+			l->pids = (int64_t)el->valuedouble;
+	}
+	if ((miss = cgroups_lacks(l)) != NULL) {
+		api_err_set(e, 422, "limits_unavailable", "limits",
+		    "the %s controller is not available to the agent's "
+		    "records (%s)", miss, cgroups_on() ? "not offered by "
+		    "the cgroup the agent runs in" : cgroups_reason());
+		return -1;
+	}
+	return 0;
+}
+
 int
 api_confine_opts(const cJSON *j, const char *defuser, struct api_confine *c,
     struct api_err *e)
 {
+	const cJSON	*f;
+
 	memset(c, 0, sizeof(*c));
 	if (api_opt_user(j, defuser, c, e) == -1)
+		return -1;
+	if ((f = cJSON_GetObjectItemCaseSensitive(j, "limits")) != NULL &&
+	    !cJSON_IsNull(f) && api_opt_limits(f, &c->limits, e) == -1)
 		return -1;
 	return api_opt_confine(j, &c->sc, e);
 }
@@ -528,6 +591,7 @@ api_launch_opts(const cJSON *j, bool exec, const char *defuser,
 	memcpy(o->user_name, c.user, sizeof(o->user_name));
 	o->user = o->user_name[0] != '\0' ? o->user_name : NULL;
 	o->confine = c.sc;
+	o->limits = c.limits;
 	return 0;
 }
 

@@ -103,10 +103,12 @@ struct api_confine {
 	gid_t			 gid;
 	char			 user[USER_NAME_MAX];	/* its name, or "" */
 	struct spawn_confine	 sc;
+	struct cgroup_limits	 limits;
 };
 /*
  * j's "user" (or defuser when it has none), "noNewPrivs", "seccomp",
- * "network" and "rlimits" into *c: 0, or -1 with 400 naming the field.
+ * "network", "rlimits" and "limits" into *c: 0, or -1 with 400 naming
+ * the field (422 limits_unavailable for a limit that cannot be had).
  */
 int	api_confine_opts(const cJSON *j, const char *defuser,
 	    struct api_confine *c, struct api_err *);

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "core/shimctl.h"
 #include "core/term.h"
+#include "sys/cgroup.h"
 
 static void	api_health(struct http_conn *, struct http_req *);
 static void	api_metrics(struct http_conn *, struct http_req *);
@@ -45,6 +46,30 @@ api_health_state(cJSON *j, struct proctab *t)
 	cJSON_AddNumberToObject(d, "pendingWrites", pending);
 }
 
+/* "cgroups": the containment the records get, or why none. */
+static void
+api_health_cgroups(cJSON *j)
+{
+	cJSON	*o, *a;
+	int	 k;
+
+	o = cJSON_AddObjectToObject(j, "cgroups");
+	cJSON_AddStringToObject(o, "mode", cgroups_on() ? "v2" : "none");
+	if (cgroups_on())
+		cJSON_AddStringToObject(o, "root", cgroups_root());
+	else
+		cJSON_AddNullToObject(o, "root");
+	a = cJSON_AddArrayToObject(o, "controllers");
+	for (k = 0; k < CG_NCTRL; k++)
+		if (cgroups_controllers() & (1u << k))
+			cJSON_AddItemToArray(a,
+			    cJSON_CreateString(cgroup_ctrl_names[k]));
+	if (cgroups_on())
+		cJSON_AddNullToObject(o, "reason");
+	else
+		cJSON_AddStringToObject(o, "reason", cgroups_reason());
+}
+
 static void
 api_health(struct http_conn *c, struct http_req *r)
 {
@@ -68,6 +93,7 @@ api_health(struct http_conn *c, struct http_req *r)
 	cJSON_AddNumberToObject(p, "running", st.running);
 	cJSON_AddNumberToObject(p, "total", st.kept);
 	cJSON_AddNumberToObject(j, "terminals", termtab_live(a->terms));
+	api_health_cgroups(j);
 	shimctl_health(j);
 	http_reply_json(c, 200, j);
 }
@@ -119,9 +145,28 @@ api_metrics(struct http_conn *c, struct http_req *r)
 	    "# HELP tend_state_degraded 1 while the state dir refuses writes "
 	    "(see /v1/health).\n"
 	    "# TYPE tend_state_degraded gauge\n"
-	    "tend_state_degraded %d\n",
+	    "tend_state_degraded %d\n"
+	    "# HELP tend_cgroups 1 when each process and terminal has a cgroup "
+	    "(see /v1/health).\n"
+	    "# TYPE tend_cgroups gauge\n"
+	    "tend_cgroups %d\n"
+	    "# HELP tend_cgroup_cpu_seconds_total CPU time of ended processes "
+	    "and terminals, from their cgroups.\n"
+	    "# TYPE tend_cgroup_cpu_seconds_total counter\n"
+	    "tend_cgroup_cpu_seconds_total %.6f\n"
+	    "# HELP tend_oom_killed_total Processes and terminals the OOM "
+	    "killer ended.\n"
+	    "# TYPE tend_oom_killed_total counter\n"
+	    "tend_oom_killed_total %llu\n"
+	    "# HELP tend_frozen Processes and terminals frozen now.\n"
+	    "# TYPE tend_frozen gauge\n"
+	    "tend_frozen %d\n",
 	    (unsigned long long)log_dropped(),
-	    proctab_state_error(t, NULL, NULL) != 0) == -1) {
+	    proctab_state_error(t, NULL, NULL) != 0, cgroups_on(),
+	    (double)(t->jobs.cpu_usec + a->terms->jobs.cpu_usec) / 1e6,
+	    (unsigned long long)(t->jobs.oom_killed +
+	    a->terms->jobs.oom_killed),
+	    t->jobs.nfrozen + a->terms->jobs.nfrozen) == -1) {
 		buf_free(&b);
 		http_reply_error(c, 503, "busy", "out of memory");
 		return;

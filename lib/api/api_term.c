@@ -219,6 +219,7 @@ api_term_opts(const cJSON *j, const char *defuser, struct term_opts *o,
 	o->gid = c->gid;
 	o->user = c->user[0] != '\0' ? c->user : NULL;
 	o->confine = c->sc;
+	o->limits = c->limits;
 	return 0;
 }
 

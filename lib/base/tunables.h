@@ -137,6 +137,20 @@
 #define MUSL_INHERITED_MAX	64		/* fds inherited without CLOEXEC, remembered (static/musl.c) */
 /* A seccomp filter as BPF: the default deny-list takes well under this. */
 #define SPAWN_FILTER_MAX	(64 * 1024)
+/* The stack of a child that shares the agent's memory until its exec. */
+#define SPAWN_VM_STACK		(64 * 1024)
+
+/* Containment (sys/cgroup). */
+#define CGROUP_SPARES		16	/* cgroups made ahead per kind */
+#define CGROUP_REASON_MAX	256	/* why cgroups are off, NUL included */
+#define CGROUP_WD_HASH		256	/* buckets of the watches by wd */
+#define CGROUP_INOTIFY_BUF	4096	/* one read of cgroup.events changes */
+#define CGROUP_AGENT_MEMORY_MIN	(16 * 1024 * 1024)	/* the agent's memory.min */
+#define CGROUP_AGENT_CPU_WEIGHT	1000	/* the agent's cpu.weight (default 100) */
+#define CGROUP_CPU_PERIOD	100000	/* cpu.max's period, us */
+#define CGROUP_SWEEP_AGE	2	/* s: a younger tend-* subtree is not swept */
+#define CGROUP_FREEZE_WAIT	2.0	/* s a freeze waits for frozen 1 */
+#define API_FREEZE_POLL		0.005	/* s between looks at cgroup.events */
 
 /* Accounts (sys/user). */
 #define USER_NAME_MAX		256	/* of a user name, NUL included */
@@ -189,6 +203,7 @@
 #define API_MAXLOG_MAX		9007199254740992.0	/* 2^53: maxLogBytes, exact in a double */
 #define API_UID_MAX		4294967294.0	/* (uid_t)-1 is "no user" */
 #define API_RLIMIT_MAX		9007199254740992.0	/* 2^53: exact in a double */
+#define API_CPUS_MAX		4096.0	/* of a "limits" cpu, CPUs */
 #define API_SIGNAL_MAX		64	/* kill's signal: 1..this */
 #define API_BOOT_Q_MAX		64	/* of ?boot=, NUL included */
 

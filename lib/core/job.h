@@ -27,6 +27,7 @@
 #include "base/wlist.h"
 #include "exitstatus.h"
 #include "store/record.h"
+#include "sys/cgroup.h"
 #include "sys/spawn.h"
 
 enum job_state {
@@ -41,7 +42,8 @@ enum job_event {
 	JOB_EV_EXIT,	/* the root was reaped (a process's) */
 	JOB_EV_END,	/* ended (the kind says when) */
 	JOB_EV_EOF,	/* every output fd reached its end (a process's) */
-	JOB_EV_GONE	/* being removed: the watch is already off */
+	JOB_EV_GONE,	/* being removed: the watch is already off */
+	JOB_EV_FROZEN	/* its cgroup's frozen state changed */
 };
 
 /* What a table subscriber is told, of any job. */
@@ -93,6 +95,14 @@ struct job_kind {
 	void	(*end)(struct job *);
 	/* Free the kind's part and the memory (the job's is freed). */
 	void	(*free)(struct job *);
+	enum cgroup_kind cgkind;	/* where its cgroup is made */
+	/*
+	 * Its cgroup emptied while it runs (its root reaped or not): the
+	 * kind may end it now.  NULL: the kind ends it on its own terms.
+	 */
+	void	(*emptied)(struct job *);
+	/* Frozen or thawed (a timeout pauses meanwhile); or NULL. */
+	void	(*frozen)(struct job *, bool);
 };
 
 struct job {
@@ -121,8 +131,14 @@ struct job {
 	ev_io		 inio;
 	void		*in_writer;	/* the held writer, if any */
 	void		(*in_wake)(struct job *, void *, int);
-	ev_timer	 grace;		/* -> KILL everything (kind->signal) */
+	ev_timer	 grace;		/* -> KILL everything (job_signal) */
 	struct wlist_link *watchers;
+	/* Containment: its cgroup (fd -1: none), asked limits, figures. */
+	struct cgroup	 cg;
+	struct cgroup_limits limits;
+	struct cgroup_usage usage;	/* final once ended (has_usage) */
+	bool		 has_usage;
+	bool		 frozen;	/* asked to be (cg.frozen: it is) */
 };
 
 struct jobtab {
@@ -142,9 +158,13 @@ struct jobtab {
 	ev_prepare	 trim;
 	char		**baseenv;	/* children's environment: no TEND_* */
 	const struct spawn_limits *limits;	/* what children get */
+	const struct cgroup_limits *dflt_limits;	/* --default-limits */
 	struct wlist_link *subs;	/* jobtab_subscribe */
 	/* metrics */
 	uint64_t	 started, ended, stored, dropped;
+	uint64_t	 cpu_usec;	/* of ended jobs' cgroups */
+	uint64_t	 oom_killed;	/* jobs the OOM killer ended */
+	int		 nfrozen;	/* running jobs frozen now */
 };
 
 /* ---- the exit ---- */
@@ -216,6 +236,25 @@ void	 job_tell_end(struct job *);
 /* The grace: KILL everything after s seconds; started once. */
 void	 job_grace_init(struct job *, double s);
 void	 job_grace_start(struct job *);
+/*
+ * sig to everything of the job: every member of its cgroup (KILL:
+ * cgroup.kill), else the kind's group or session.
+ */
+void	 job_signal(struct job *, int sig);
+/*
+ * Freeze (on) or thaw its cgroup: -1 and errno (EOPNOTSUPP: it has no
+ * cgroup; ESRCH: ended).  Frozen for sure once cg.frozen (JOB_EV_FROZEN).
+ */
+int	 job_freeze(struct job *, bool on);
+/* The cgroup's figures into a status: "resources", "frozen", "cgroup". */
+void	 job_status_cgroup(struct job *, cJSON *);
+/* Its limits as JSON (meta.json's options), or none added. */
+void	 job_limits_json(const struct cgroup_limits *, cJSON *obj);
+/*
+ * The agent's one function for sys/cgroup's watch: a job's cgroup
+ * events changed.
+ */
+void	 job_cgroup_changed(struct cgroup *);
 /* Signal the root alone: -1 ESRCH once reaped (or never spawned). */
 int	 job_kill_root(struct job *, int sig);
 /*

@@ -53,12 +53,14 @@ static void	proc_kind_drained(struct job *, int, bool, bool);
 static void	proc_kind_signal(struct job *, int);
 static void	proc_kind_end(struct job *);
 static void	proc_kind_free(struct job *);
+static void	proc_kind_emptied(struct job *);
+static void	proc_kind_frozen(struct job *, bool);
 
 /* What a process is to the engine. */
 static const struct job_kind proc_kind = {
 	"process_removed", "record_remove_failed", proc_kind_status,
 	proc_kind_drained, NULL, proc_kind_signal, proc_kind_end,
-	proc_kind_free
+	proc_kind_free, CG_PROC, proc_kind_emptied, proc_kind_frozen
 };
 
 /* The table of a process. */
@@ -194,6 +196,7 @@ proc_new(struct proctab *t, const struct proc_opts *o)
 		return NULL;
 	p->grace_s = o->grace_s;
 	p->timeout_kill = o->timeout_kill;
+	p->job.limits = o->limits;
 	p->stdin_pipe = o->stdin_pipe;
 	/*
 	 * Tags are kept as text, emitted raw: a parsed tree costs several
@@ -366,6 +369,7 @@ proc_meta_json(struct proc *p, const struct proc_opts *o)
 	cJSON_AddNumberToObject(a, "maxLogBytes",
 	    (double)p->job.rec.ls.maxbytes);
 	spawn_confine_json(a, &o->confine, o->has_user, o->uid, o->gid);
+	job_limits_json(&p->job.limits, a);
 	cJSON_AddRawToObject(j, "tags", p->tags);
 	return job_meta_text(&p->job, j);
 }
@@ -509,7 +513,9 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 	 */
 	t->orphans++;
 	for (p = proctab_first(t); p != NULL; p = proc_next(p)) {
-		if (!p->job.reaped || p->job.state != JOB_RUNNING)
+		/* A cgroup's watched events say when it empties. */
+		if (!p->job.reaped || p->job.state != JOB_RUNNING ||
+		    p->job.cg.wd != -1)
 			continue;
 		p->orphan_died = true;
 		if (ev_timer_remaining(loop, &p->settle) > p->settle_soon) {
@@ -522,17 +528,21 @@ proc_reaped(struct proctab *t, pid_t pid, int wstatus)
 }
 
 /*
- * No process left in the group.  Members that are zombies still count
- * until the reap loop collects them; members that are not our children
- * are found by the poll timer.  (cgroup.events will answer this.)
+ * No process left: in its cgroup (cgroup.events' populated, which a
+ * process that left the group, a setsid escapee, still counts in), else
+ * in its group (members that are zombies count until the reap loop
+ * collects them; members that are not our children are found by the
+ * poll timer).
  */
 static bool
 proc_group_empty(struct proc *p)
 {
+	if (p->job.cg.fd != -1)
+		return cgroup_events(&p->job.cg) == 0 && !p->job.cg.populated;
 	return kill(-p->job.pid, 0) == -1 && errno == ESRCH;
 }
 
-/* Signal every member of the group.  (cgroup.kill will do SIGKILL.) */
+/* Signal every member of the group (the kind's signal, without cgroup). */
 static int
 proc_group_kill(struct proc *p, int sig)
 {
@@ -556,8 +566,36 @@ proc_check_settled(struct proc *p)
 		proc_settle(p);
 		return;
 	}
-	if (!ev_is_active(&p->settle))
+	/* A watched cgroup tells when it empties: no poll. */
+	if (p->job.cg.wd == -1 && !ev_is_active(&p->settle))
 		ev_timer_start(p->job.tab->loop, &p->settle);
+}
+
+static void
+proc_kind_emptied(struct job *j)
+{
+	if (j->reaped)
+		proc_check_settled(proc_of(j));
+}
+
+/*
+ * A frozen process's timeout does not run: what is left of it waits for
+ * the thaw, so that a snapshot's pause costs a process none of its time.
+ */
+static void
+proc_kind_frozen(struct job *j, bool on)
+{
+	struct proc	*p = proc_of(j);
+	struct ev_loop	*loop = j->tab->loop;
+
+	if (on && ev_is_active(&p->timeout)) {
+		p->timeout_left = ev_timer_remaining(loop, &p->timeout);
+		ev_timer_stop(loop, &p->timeout);
+	} else if (!on && p->timeout_left > 0) {
+		ev_timer_set(&p->timeout, p->timeout_left, 0.);
+		ev_timer_start(loop, &p->timeout);
+		p->timeout_left = 0;
+	}
 }
 
 static void
@@ -609,10 +647,10 @@ proc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	log_info("event=process_timeout id=%s pid=%d", p->job.id,
 	    (int)p->job.pid);
 	if (p->timeout_kill) {
-		(void)proc_group_kill(p, SIGKILL);
+		job_signal(&p->job, SIGKILL);
 		return;
 	}
-	(void)proc_group_kill(p, SIGTERM);
+	job_signal(&p->job, SIGTERM);
 	job_grace_start(&p->job);
 }
 
@@ -621,7 +659,7 @@ proc_terminate(struct proc *p)
 {
 	if (job_running(&p->job) == -1)
 		return -1;
-	(void)proc_group_kill(p, SIGTERM);
+	job_signal(&p->job, SIGTERM);
 	job_grace_start(&p->job);
 	return 0;
 }
@@ -718,6 +756,7 @@ proc_status_build(struct proc *p, bool live)
 	cJSON_AddNumberToObject(j, "stderrBytes", (double)ls->end[LS_STDERR]);
 	cJSON_AddNumberToObject(j, "droppedBytes", (double)ls->dropped);
 	cJSON_AddRawToObject(j, "tags", p->tags);
+	job_status_cgroup(jb, j);
 	if (live && record_status_failed(&jb->rec))
 		cJSON_AddBoolToObject(j, "statusWriteFailed", true);
 	return j;

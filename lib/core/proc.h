@@ -65,6 +65,7 @@ struct proc {
 	ev_timer	 first_status;	/* writes the first status.json */
 	double		 grace_s;
 	bool		 timeout_kill;	/* the timeout KILLs, no TERM first */
+	double		 timeout_left;	/* s, while frozen */
 };
 
 struct proc_opts {
@@ -82,6 +83,7 @@ struct proc_opts {
 	const char	*user;		/* the name for its groups, or NULL */
 	char		 user_name[256];	/* its storage */
 	struct spawn_confine confine;
+	struct cgroup_limits limits;	/* 0s: none */
 	uint64_t	 maxlog;
 	cJSON		*tags;		/* copied, as text */
 };

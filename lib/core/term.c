@@ -58,7 +58,7 @@ static bool	term_read_again(int, bool *);
 static const struct job_kind term_kind = {
 	"terminal_removed", "terminal_remove_failed", term_kind_status,
 	term_kind_drained, term_read_again, term_kind_signal, term_kind_end,
-	term_kind_free
+	term_kind_free, CG_TERM, NULL, NULL
 };
 
 /* ------------------------------------------------------------------ */
@@ -218,6 +218,7 @@ term_status_json(struct term *t)
 	} else
 		cJSON_AddNullToObject(j, "endedAt");
 	cJSON_AddNumberToObject(j, "outputBytes", (double)jb->rec.ls.end[0]);
+	job_status_cgroup(jb, j);
 	return j;
 }
 
@@ -300,6 +301,7 @@ term_new(struct termtab *tt, const struct term_opts *o)
 		errno = ENOMEM;
 		return NULL;
 	}
+	t->job.limits = o->limits;
 	return t;
 }
 
@@ -352,7 +354,7 @@ term_begin(struct term *t, const struct term_opts *o)
 static char *
 term_meta_json(struct term *t, const struct term_opts *o)
 {
-	cJSON	*j;
+	cJSON	*j, *a;
 
 	if ((j = job_meta_json(&t->job, o->env, o->user)) == NULL)
 		return NULL;
@@ -360,8 +362,9 @@ term_meta_json(struct term *t, const struct term_opts *o)
 	cJSON_AddNumberToObject(j, "rows", t->rows);
 	cJSON_AddNumberToObject(j, "bufferSize",
 	    (double)t->job.rec.ls.maxbytes);
-	spawn_confine_json(cJSON_AddObjectToObject(j, "options"), &o->confine,
-	    o->has_user, o->uid, o->gid);
+	a = cJSON_AddObjectToObject(j, "options");
+	spawn_confine_json(a, &o->confine, o->has_user, o->uid, o->gid);
+	job_limits_json(&t->job.limits, a);
 	return job_meta_text(&t->job, j);
 }
 
@@ -556,9 +559,9 @@ term_terminate(struct term *t)
 {
 	if (job_running(&t->job) == -1)
 		return -1;
-	(void)term_signal_session(t, SIGHUP);
-	(void)term_signal_session(t, SIGTERM);
-	(void)term_signal_session(t, SIGCONT);
+	job_signal(&t->job, SIGHUP);
+	job_signal(&t->job, SIGTERM);
+	job_signal(&t->job, SIGCONT);
 	job_grace_start(&t->job);
 	log_info("event=terminal_terminate id=%s", t->job.id);
 	return 0;

@@ -67,6 +67,7 @@ struct term_opts {
 	gid_t		 gid;
 	const char	*user;		/* for user_groups, or NULL */
 	struct spawn_confine confine;
+	struct cgroup_limits limits;	/* 0s: none */
 	uint64_t	 keep;		/* bufferSize; 0: TERM_KEEP_BYTES */
 };
 

@@ -117,15 +117,27 @@ boot_clock(unsigned char r[16])
  * GRND_NONBLOCK serves once the pool is seeded, /dev/urandom before;
  * with neither (no getrandom, no /dev), the clocks.
  */
+void
+boot_random(void *buf, size_t n)
+{
+	unsigned char	*p = buf, r[16];
+	size_t		 off;
+
+	if (boot_getrandom(p, n, GRND_INSECURE) == 0 ||
+	    boot_getrandom(p, n, GRND_NONBLOCK) == 0 || boot_urandom(p, n) == 0)
+		return;
+	for (off = 0; off < n; off += sizeof(r)) {
+		boot_clock(r);
+		memcpy(p + off, r, n - off < sizeof(r) ? n - off : sizeof(r));
+	}
+}
+
 int
 boot_new_id(char out[BOOT_ID_LEN + 1])
 {
 	unsigned char	r[16];
 
-	if (boot_getrandom(r, sizeof(r), GRND_INSECURE) == -1 &&
-	    boot_getrandom(r, sizeof(r), GRND_NONBLOCK) == -1 &&
-	    boot_urandom(r, sizeof(r)) == -1)
-		boot_clock(r);
+	boot_random(r, sizeof(r));
 	codec_hex(out, r, sizeof(r));
 	return 0;
 }

@@ -10,6 +10,11 @@
 
 /* 128 random bits as 32 lowercase hex characters. */
 int	boot_new_id(char out[BOOT_ID_LEN + 1]);
+/*
+ * n bytes that make IDs unique (a boot's, a record's), never waiting
+ * for the kernel's random pool (see boot.c); never for a secret.
+ */
+void	boot_random(void *, size_t n);
 bool	boot_id_valid(const char *);
 /*
  * Create boots/<id>/procs (or find it) and write boots/<id>/boot.json

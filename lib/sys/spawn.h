@@ -67,6 +67,12 @@ struct spawn_opts {
 	const char	*ctty;
 	const struct spawn_limits *limits;	/* NULL: none */
 	const struct spawn_confine *confine;	/* NULL: none */
+	/*
+	 * A cgroup v2 directory the child is born in (clone3 into it), so
+	 * that nothing it starts is ever outside; its fd, when in_cgroup.
+	 */
+	bool		 in_cgroup;
+	int		 cgroup_fd;
 };
 
 /*

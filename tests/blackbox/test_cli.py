@@ -19,20 +19,25 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import HEX32, ID_RE, Agent, poll, scaled, TEND_BIN  # noqa: E402
 
-COMMANDS = ("health", "ps", "start", "run", "logs", "status", "wait", "kill", "send", "rm")
+COMMANDS = ("health", "ps", "start", "run", "logs", "status", "wait", "kill", "send", "rm",
+            "freeze", "thaw")
 
 # Every option each command's --help must list (besides --socket and --help).
 OPTIONS = {
     "health": ("--json",),
-    "ps": ("--all", "--json", "--boot"),
-    "start": ("--id", "--cwd", "--env", "--user", "--timeout", "--stdin"),
-    "run": ("--id", "--cwd", "--env", "--user", "--timeout", "--stdin"),
+    "ps": ("--all", "--json", "--boot", "--resources"),
+    "start": ("--id", "--cwd", "--env", "--user", "--timeout", "--stdin",
+              "--memory", "--memory-high", "--pids", "--cpus"),
+    "run": ("--id", "--cwd", "--env", "--user", "--timeout", "--stdin",
+            "--memory", "--memory-high", "--pids", "--cpus"),
     "logs": ("--follow", "--stdout", "--stderr", "--since", "--boot"),
     "status": ("--boot",),
     "wait": ("--timeout",),
     "kill": ("--signal",),
     "send": ("--close",),
     "rm": ("--force",),
+    "freeze": ("--json",),
+    "thaw": ("--json",),
 }
 
 

@@ -170,7 +170,7 @@ woken(void *arg)
 
 /*
  * An ID the agent makes is the kind's prefix and 12 hex digits, a new one
- * each time (its bytes do not wait for the kernel's pool: job_id_bytes).
+ * each time (its bytes do not wait for the kernel's pool: boot_random).
  */
 START_TEST(made_ids_are_unique)
 {
