@@ -148,6 +148,7 @@
 #define CGROUP_AGENT_MEMORY_MIN	(16 * 1024 * 1024)	/* the agent's memory.min */
 #define CGROUP_AGENT_CPU_WEIGHT	1000	/* the agent's cpu.weight (default 100) */
 #define CGROUP_CPU_PERIOD	100000	/* cpu.max's period, us */
+#define CGROUP_STOP_WAIT_MS	500	/* at exit, for helpers killed in the agent's leaf */
 #define CGROUP_SWEEP_AGE	2	/* s: a younger tend-* subtree is not swept */
 #define CGROUP_FREEZE_WAIT	2.0	/* s a freeze waits for frozen 1 */
 #define API_FREEZE_POLL		0.005	/* s between looks at cgroup.events */

@@ -73,6 +73,7 @@ static void	cg_enable(int dirfd, const char *offered);
 static void	cg_clear(int dirfd);
 static void	cg_sweep(const char *dir);
 static int	cg_rmtree(int dirfd, const char *name);
+static void	cg_rmleaf(int dirfd, const char *name);
 static int	cg_spare_make(enum cgroup_kind);
 static void	cg_watch_add(struct cgroup *);
 static void	cg_watch_del(struct cgroup *);
@@ -440,6 +441,29 @@ cg_sweep(const char *dir)
 	closedir(d);
 }
 
+/* rmdir a leaf, its members KILLed and waited for (bounded) first. */
+static void
+cg_rmleaf(int dirfd, const char *name)
+{
+	struct timespec	 ts = { 0, 5 * 1000 * 1000 };
+	char		 ev[128];
+	int		 fd, i;
+
+	if ((fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) == -1)
+		return;
+	for (i = 0; i * 5 < CGROUP_STOP_WAIT_MS; i++) {
+		if (cg_read(fd, "cgroup.events", ev, sizeof(ev)) <= 0 ||
+		    cg_key(ev, "populated") != 1)
+			break;
+		if (i == 0)
+			(void)cg_write(fd, "cgroup.kill", "1");
+		nanosleep(&ts, NULL);
+	}
+	close(fd);
+	(void)unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
 /*
  * rmdir name under dirfd, its children first; its members KILLed first
  * (removal waits for none: a populated one stays, EBUSY).
@@ -566,11 +590,15 @@ cgroups_stop(void)
 			    AT_REMOVEDIR);
 	}
 	if (cg.made) {
-		/* Back where it started: then its subtree can go. */
+		/*
+		 * Back where it started: then its subtree can go, with any
+		 * helper of its own still in its leaf (killed: it would
+		 * outlive the agent anyway, and hold the subtree).
+		 */
 		if (cg_join(cg.origin) == -1)
 			log_warn("event=cgroup_leave_failed dir=%s", cg.origin);
 		else if (cg.rootfd != -1)
-			(void)unlinkat(cg.rootfd, "agent", AT_REMOVEDIR);
+			cg_rmleaf(cg.rootfd, "agent");
 		if (rmdir(cg.root) == -1 && errno != ENOENT)
 			log_warn("event=cgroup_remove_failed dir=%s", cg.root);
 		cg.made = false;

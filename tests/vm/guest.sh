@@ -30,8 +30,8 @@ has() { case "$1" in *"$2"*) return 0 ;; esac; return 1; }
 count() { ps -o args | grep -c '[s]leep 1000'; }
 # Removes a record, killing what runs in it.
 drop() { for i in "$@"; do t rm -f "$i" >/dev/null 2>&1; done; }
-# The record's cgroup (health's cgroups.root + /procs/ID).
-cgdir() { echo "$(jstr root "$(t health --json)")/procs/$1"; }
+# The record's cgroup directory: its status's "cgroup", under the mount.
+cgdir() { echo "/sys/fs/cgroup$(jstr cgroup "$(t status --json "$1")")"; }
 
 # Ready: the agent answers.  How long it took as the machine's init is
 # its log's event=ready ms= (the host reads it); here, from /init's exec
