@@ -110,7 +110,7 @@ case_pids() {
 	drop "$id"
 	has "$out" "fork" || { fail pids "no fork failure in its output: $(echo "$out" | head -c 200)"; return; }
 	[ -n "$h" ] || { fail pids "health did not answer"; return; }
-	ok pids "pidsCurrent=$pc $(echo "$out" | grep -c fork)_fork_failures"
+	ok pids "pidsCurrent=$pc fork_failures=$(echo "$out" | grep -c fork)"
 }
 
 # d. --cpus 0.2: throttled, its usage near the fraction.
