@@ -168,6 +168,32 @@ woken(void *arg)
 	return ((struct twriter *)arg)->woken > 0;
 }
 
+/*
+ * An ID the agent makes is the kind's prefix and 12 hex digits, a new one
+ * each time (its bytes do not wait for the kernel's pool: boot_random).
+ */
+START_TEST(made_ids_are_unique)
+{
+	char		*argv[] = { "x", NULL };
+	char		 seen[64][PROC_ID_MAX + 1];
+	struct tjob	*t;
+	size_t		 i, k;
+
+	for (i = 0; i < nitems(seen); i++) {
+		ck_assert_ptr_nonnull(t = calloc(1, sizeof(*t)));
+		ck_assert_int_eq(job_init(&t->job, &tab, &tk_kind, NULL, 'j',
+		    argv, "/"), 0);
+		ck_assert_uint_eq(strlen(t->job.id), 13);
+		ck_assert_int_eq(t->job.id[0], 'j');
+		ck_assert_uint_eq(strspn(t->job.id + 1, "0123456789abcdef"), 12);
+		for (k = 0; k < i; k++)
+			ck_assert_str_ne(seen[k], t->job.id);
+		memcpy(seen[i], t->job.id, sizeof(seen[i]));
+		job_free(&t->job);
+	}
+}
+END_TEST
+
 /* Output goes to the store, watchers hear of it; EOF ends the stream. */
 START_TEST(drain_to_the_store)
 {
@@ -287,6 +313,7 @@ job_suite(void)
 	TCase	*tc = tcase_create("engine");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, made_ids_are_unique);
 	tcase_add_test(tc, drain_to_the_store);
 	tcase_add_test(tc, input_holds_one_writer);
 	tcase_add_test(tc, held_writer_told_why);

@@ -115,9 +115,9 @@ def main():
     done_at = None
     while True:
         now = time.monotonic()
-        # After `done` the agent stops its children and exits; a few
-        # seconds for that, then qemu goes whatever it does.
-        end = min(deadline, done_at + 5) if done_at else deadline
+        # After `done` the agent stops what is left and exits (its
+        # grace is 2 s); the kernel's panic then ends qemu.
+        end = min(deadline, done_at + 10) if done_at else deadline
         if now >= end:
             timed_out = not done
             break
@@ -157,6 +157,13 @@ def main():
 
     for i in infos:
         print("vm: info " + i)
+    # The agent's own end once its main child ended: every cgroup of its
+    # records gone, its subtree removed, exit 0.
+    if done:
+        ok = any("event=exit code=0" in line for line in console)
+        results.append(("ok" if ok else "fail",
+                        "shutdown" + ("" if ok else " the agent logged no event=exit code=0")))
+        print("vm: %-4s %5.1f s  %s" % (results[-1][0], total, results[-1][1]))
     fails = [r for r in results if r[0] == "fail"]
     print("vm: agent ready in %s ms of its own (event=ready), %s s after "
           "qemu started; whole run %.1f s; %d ok, %d failed" % (
