@@ -154,6 +154,8 @@ setup:
 # Each object's headers, as the compiler found them (-MMD -MP).
 DEPFLAGS = -MMD -MP
 -include $(shell find $(BUILD) build-fuzz -name '*.d' 2>/dev/null)
+# They are made by the compile, never by a rule of their own.
+%.d: ;
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
