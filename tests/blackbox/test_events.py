@@ -9,13 +9,13 @@ hostile queries.
 """
 import json
 import os
-import signal
 import socket
+import subprocess
 import threading
 import time
 import unittest
 
-from harness import AgentTestCase, HEX32, RFC3339_MS, poll, scaled, request_bytes
+from harness import AgentTestCase, RFC3339_MS, TEND_BIN, poll, scaled, request_bytes
 
 
 def seq(cursor):
@@ -425,6 +425,40 @@ class EventsTest(AgentTestCase):
             self.assertEqual(seqs, sorted(seqs))
             self.assertEqual(sorted(e["json"]["id"] for e in r.events),
                              sorted("m%d" % i for i in range(20)))
+
+    # ---------------------------------------------------------------- the CLI
+
+    def cli(self, a, *args, timeout=10):
+        return subprocess.run([TEND_BIN, "events", "--socket", a.sock] + list(args),
+                              capture_output=True, timeout=scaled(timeout))
+
+    def test_cli(self):
+        a = self.agent()
+        a.launch_ok(["sh", "-c", "exit 4"], id="c1")
+        self.wait_event(a, "process.exited", "c1")
+        r = self.cli(a)
+        self.assertEqual(r.returncode, 0, r)
+        lines = r.stdout.decode().splitlines()
+        self.assertIn(" agent.started - ", lines[0])
+        self.assertTrue(any(" process.exited c1 exit=4 " in l for l in lines), lines)
+        r = self.cli(a, "--json", "--type", "process.", "--id", "c1")
+        evs = [json.loads(l) for l in r.stdout.decode().splitlines()]
+        self.assertEqual([e["type"] for e in evs], ["process.started", "process.exited"])
+        r = self.cli(a, "--json", "--since", evs[0]["cursor"], "-t", "process.exited")
+        self.assertEqual([json.loads(l)["id"] for l in r.stdout.decode().splitlines()], ["c1"])
+        self.assertEqual(self.cli(a, "--type", "Bad").returncode, 2)
+        self.assertEqual(self.cli(a, "--since", "nonsense").returncode, 1)
+        # -f: what comes, as it comes.
+        p = subprocess.Popen([TEND_BIN, "events", "--socket", a.sock, "-f", "--since", "end",
+                              "--json", "-t", "process.exited"], stdout=subprocess.PIPE)
+        try:
+            time.sleep(0.3)
+            a.launch_ok(["true"], id="c2")
+            line = p.stdout.readline()
+            self.assertEqual(json.loads(line)["id"], "c2")
+        finally:
+            p.kill()
+            p.wait()
 
 
 if __name__ == "__main__":
