@@ -368,7 +368,7 @@ conformance: all
 FUZZ_CC		?= clang
 FUZZ_SECONDS	?= 30
 FUZZ_CI_SECONDS	?= 30
-FUZZ_TARGETS	:= codec http json shim bridge multipart
+FUZZ_TARGETS	:= codec http json shim bridge multipart events
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lz -lm

@@ -491,7 +491,7 @@ events_read(struct events *ev, uint64_t seq, size_t *len, char *tbuf,
 	struct ls_rec		 rec;
 	const char		*q;
 	ssize_t			 n;
-	size_t			 tl;
+	size_t			 tl, i;
 
 	if (logstore_rec(&ev->ls, seq, &rec) == -1)
 		return -1;
@@ -518,6 +518,20 @@ events_read(struct events *ev, uint64_t seq, size_t *len, char *tbuf,
 	}
 	memcpy(tbuf, events_buf + sizeof(head) - 1, tl);
 	tbuf[tl] = '\0';
+	/*
+	 * A line the agent wrote holds no control byte (JSON escapes them)
+	 * and a type of the type alphabet: anything else (a damaged or
+	 * forged earlier boot) would break the SSE framing it is sent in.
+	 */
+	if (!events_types_valid(tbuf) || strchr(tbuf, ',') != NULL) {
+		errno = EIO;
+		return -1;
+	}
+	for (i = 0; i < (size_t)n - 1; i++)
+		if ((unsigned char)events_buf[i] < 0x20) {
+			errno = EIO;
+			return -1;
+		}
 	events_buf[n - 1] = '\0';
 	*len = (size_t)n - 1;
 	return 0;
