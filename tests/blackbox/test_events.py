@@ -9,6 +9,7 @@ hostile queries.
 """
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -172,6 +173,60 @@ class EventsTest(AgentTestCase):
         evs = self.all_events(a, "?id=slow")
         self.assertEqual([e["type"] for e in evs],
                          ["process.started", "process.timeout", "process.exited", "process.removed"])
+
+    def test_terminal_events(self):
+        a = self.agent()
+        r = a.post("/v1/terminals", {"id": "tt", "argv": ["sh", "-c", "exit 5"]})
+        self.assertEqual(r.status, 200, r)
+        e = self.wait_event(a, "terminal.closed", "tt")
+        self.assertEqual(e["exit"]["code"], 5)
+        self.assertIsInstance(e["durationMs"], (int, float))
+        opened = self.all_events(a, "?types=terminal.opened")
+        self.assertEqual(opened[0]["id"], "tt")
+        self.assertEqual(opened[0]["argv0"], "sh")
+        self.assertEqual(a.delete("/v1/terminals/tt").status, 204)
+        self.wait_event(a, "terminal.removed", "tt")
+        self.assertEqual([x["type"] for x in self.all_events(a, "?id=tt")],
+                         ["terminal.opened", "terminal.closed", "terminal.removed"])
+
+    def test_bridge_namespace(self):
+        a = self.agent()
+        r = a.get("/v1/sandbox/sb-1/events")
+        self.assertEqual(r.status, 200, r)
+        self.assertEqual(r.json["events"][0]["type"], "agent.started")
+
+    def test_shim_events_and_through_the_shim(self):
+        import http.client
+        import tempfile
+        from test_shim import TOKEN, free_port
+        tmp = tempfile.mkdtemp(prefix="tend-ev-tok-")
+        self.addCleanup(lambda: subprocess.run(["rm", "-rf", tmp]))
+        tok = os.path.join(tmp, "token")
+        with open(tok, "w") as f:
+            f.write(TOKEN + "\n")
+        port = free_port()
+        a = self.agent(extra=["--shim-listen", "127.0.0.1:%d" % port, "--shim-token-file", tok])
+        os.chmod(a.tmp, 0o711)
+        st = self.wait_event(a, "shim.started")
+        self.assertEqual(st["listen"], "127.0.0.1:%d" % port)
+
+        def through():
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+                c.request("GET", "/v1/events?types=shim.", headers={"Authorization": "Bearer " + TOKEN})
+                r = c.getresponse()
+                return json.loads(r.read()) if r.status == 200 else None
+            except OSError:
+                return None
+            finally:
+                c.close()
+        j = poll(through, 5)
+        self.assertEqual(j["events"][0]["type"], "shim.started")
+        os.kill(a.host_pid_of(st["pid"]), signal.SIGKILL)
+        ex = self.wait_event(a, "shim.exited")
+        self.assertEqual(ex["signal"], 9)
+        self.assertTrue(ex["restarting"])
+        self.assertGreaterEqual(ex["backoffS"], 0.5)
 
     # ---------------------------------------------------------------- cursors
 
