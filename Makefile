@@ -104,8 +104,8 @@ DEPS_api_envd_req	:= api api_errno connect envd fileops files fsutil
 DEPS_api_envd_entry	:= api api_envd_req codec envd files jsonstr user
 DEPS_api_envd_watch	:= api api_envd_entry api_envd_req connect envd files http jsonstr log watch
 DEPS_api_envd_files	:= api api_envd_req api_errno api_files buf connect envd files http jsonstr multipart upload
-DEPS_events	:= codec cursor log logstore wlist
-DEPS_events_jobs	:= events exitstatus job proc term
+DEPS_events	:= codec cursor logstore wlist
+DEPS_events_jobs	:= events job proc term
 DEPS_api_events	:= api buf codec events http proctab
 DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watch api_files connect envd fileops files http
 # A module written in several files, one noun each, that call one another
