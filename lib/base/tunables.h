@@ -274,5 +274,6 @@
 #define EVENTS_PAGE_MAX		1000		/* events in one JSON page, by default */
 #define EVENTS_PAGE_CAP		10000		/* largest ?limit= */
 #define EVENTS_ARGV0_MAX	256		/* of argv[0] in an event */
+#define EVENTS_HELD_MAX		64		/* refused by the disk, held for the next try */
 
 #endif

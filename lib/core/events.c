@@ -35,6 +35,9 @@ struct events {
 	uint64_t		 maxbytes;
 	uint64_t		 first;		/* first kept seq, 0: none yet */
 	uint64_t		 dropped;	/* events not stored */
+	char			*held[EVENTS_HELD_MAX];	/* lines waiting for
+						   the disk, oldest first */
+	int			 nheld;
 	char			 boot[33];
 	struct wlist_link	*waiting;	/* readers at the end, following */
 	int			 nreaders;
@@ -140,8 +143,12 @@ events_open_ro(int bootdirfd, const char *boot)
 void
 events_close(struct events *ev)
 {
+	int	i;
+
 	if (ev == NULL)
 		return;
+	for (i = 0; i < ev->nheld; i++)
+		free(ev->held[i]);
 	if (events_cur == ev)
 		events_cur = NULL;
 	if (ev->have_ls)
@@ -256,17 +263,44 @@ events_line(struct events *ev, const char *type, cJSON *subject)
 }
 
 /*
+ * Store one line (its NUL replaced by the newline): false when the disk
+ * or the directory refused it (nothing kept: a record of a part of the
+ * line, if the disk took a part, reads as damaged and is passed over).
+ */
+static bool
+events_store(struct events *ev, char *s)
+{
+	size_t		len = strlen(s);
+	uint64_t	nrec;
+	bool		ok;
+
+	if (!events_ready(ev))
+		return false;
+	s[len] = '\n';			/* written by length */
+	nrec = ev->ls.nrec;
+	(void)logstore_append(&ev->ls, 0, s, len + 1);
+	logstore_seal(&ev->ls);		/* the next event is a new record */
+	s[len] = '\0';
+	ok = ev->ls.nrec == nrec + 1 && ev->ls.dropped == 0;
+	if (!ok)
+		ev->ls.dropped = 0;	/* counted here, as events */
+	return ok;
+}
+
+/*
  * One event, one record.  An event longer than EVENTS_LINE_MAX keeps
  * only its subject's "id" and says it was cut ("cut": true): a reader
- * still learns that it happened.
+ * still learns that it happened.  One the disk refuses (no boot directory
+ * yet, a full disk) is held in memory, EVENTS_HELD_MAX at most, and
+ * stored before the next one: a degraded start keeps its agent.started.
  */
 void
 events_append(struct events *ev, const char *type, cJSON *subject)
 {
 	cJSON	*small, *id;
 	char	*s, idbuf[PROC_ID_MAX + 1] = "";
-	size_t	 len;
-	uint64_t nrec;
+	bool	 stored;
+	int	 i;
 
 	if (ev == NULL || ev->ro || !events_types_valid(type) ||
 	    strchr(type, ',') != NULL) {
@@ -287,21 +321,28 @@ events_append(struct events *ev, const char *type, cJSON *subject)
 		cJSON_Delete(small);
 	}
 	cJSON_Delete(subject);
-	if (s == NULL || !events_ready(ev)) {
+	if (s == NULL) {
+		ev->dropped++;
+		return;
+	}
+	/* Older lines the disk refused go first, in their order. */
+	for (i = 0; i < ev->nheld && events_store(ev, ev->held[i]); i++)
+		free(ev->held[i]);
+	memmove(ev->held, ev->held + i, (size_t)(ev->nheld - i) *
+	    sizeof(ev->held[0]));
+	ev->nheld -= i;
+	stored = i > 0;
+	if (ev->nheld == 0 && events_store(ev, s)) {
+		stored = true;
+		free(s);
+	} else if (ev->nheld < EVENTS_HELD_MAX)
+		ev->held[ev->nheld++] = s;
+	else {
 		ev->dropped++;
 		free(s);
-		return;
 	}
-	len = strlen(s);
-	s[len++] = '\n';		/* over the NUL: written by length */
-	nrec = ev->ls.nrec;
-	(void)logstore_append(&ev->ls, 0, s, len);
-	free(s);
-	logstore_seal(&ev->ls);		/* the next event is a new record */
-	if (ev->ls.nrec != nrec + 1) {
-		ev->dropped++;
+	if (!stored)
 		return;
-	}
 	events_first(ev);
 	(void)wlist_walk(&ev->waiting, events_wake, NULL);
 	while (ev->waiting != NULL)

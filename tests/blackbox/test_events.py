@@ -16,7 +16,7 @@ import threading
 import time
 import unittest
 
-from harness import AgentTestCase, RFC3339_MS, TEND_BIN, poll, scaled, request_bytes
+from harness import AgentTestCase, RFC3339_MS, SLOW, TEND_BIN, poll, scaled, request_bytes
 
 
 def seq(cursor):
@@ -454,7 +454,8 @@ class EventsTest(AgentTestCase):
             stuck_follower("?follow=1")
         time.sleep(0.5)
         self.assertEqual(a.get("/v1/health").status, 200)
-        self.assertLess(a.rss_kib() - rss0, 512, "RSS grew by the events not read")
+        # A sanitizer's allocator keeps freed memory in quarantine.
+        self.assertLess(a.rss_kib() - rss0, 8192 if SLOW else 512, "RSS grew by the events not read")
         # A reader that reads gets every one of them.
         evs = self.all_events(a, "?types=process.started")
         self.assertEqual(len(evs), 300)

@@ -308,24 +308,34 @@ START_TEST(read_only)
 }
 END_TEST
 
-/* No directory yet (a degraded state dir): dropped, then stored. */
+/*
+ * No directory yet (a degraded state dir): held, then stored in order
+ * before the next; past EVENTS_HELD_MAX the newest are dropped.
+ */
 START_TEST(no_dir_yet)
 {
+	struct events_filter	 f = { 0 };
 	struct events		*ev;
 	struct events_stat	 st;
+	struct got		 g;
 	char			 path[64];
 
 	snprintf(path, sizeof(path), "boots/%s", BOOT);
 	ck_assert_int_eq(unlinkat(statefd, path, AT_REMOVEDIR), 0);
 	ev = events_open(loop, statefd, BOOT, 0);
-	emit_n(ev, "state.degraded", 2);
+	events_append(ev, "agent.started", NULL);
+	emit_n(ev, "state.degraded", EVENTS_HELD_MAX + 2);
 	events_stat(ev, &st);
-	ck_assert_uint_eq(st.dropped, 2);
+	ck_assert_uint_eq(st.dropped, 3);
 	ck_assert_uint_eq(st.last, 0);
 	ck_assert_int_eq(mkdirat(statefd, path, 0755), 0);
-	emit_n(ev, "state.recovered", 1);
+	events_append(ev, "state.recovered", NULL);
 	events_stat(ev, &st);
-	ck_assert_uint_eq(st.last, 1);
+	ck_assert_uint_eq(st.last, EVENTS_HELD_MAX + 1);
+	read_all(ev, &f, NULL, &g);
+	ck_assert_str_eq(g.types[0], "agent.started");
+	ck_assert_str_eq(g.types[1], "state.degraded");
+	ck_assert_int_eq(g.n, EVENTS_HELD_MAX + 1);
 	events_close(ev);
 }
 END_TEST
