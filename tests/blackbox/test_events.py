@@ -517,5 +517,30 @@ class EventsTest(AgentTestCase):
             p.wait()
 
 
+class EventsDiskTest(AgentTestCase):
+    """The events of a start on a full state dir: held until it takes them."""
+
+    def test_degraded_start_keeps_its_events(self):
+        from test_harden_disk import DiskCase
+        disk = DiskCase("tmpfs")
+        disk.addCleanup = self.addCleanup
+        disk.skipTest = self.skipTest
+        disk.assertRaises = self.assertRaises
+        mnt, state = disk.tmpfs()
+        filler = disk.fill(mnt)
+        a = self.agent(state_dir=state)
+        self.assertEqual(a.health()["state"], "degraded")
+        a.launch_ok(["true"], id="mem")
+        a.wait_ended("mem")
+        os.unlink(filler)
+        self.assertTrue(poll(lambda: a.health()["state"] == "ok", 5), a.health())
+        ev = EventsTest("test_page_shape_and_order")
+        types = poll(lambda: [e["type"] for e in ev.all_events(a)]
+                     if "state.recovered" in [e["type"] for e in ev.all_events(a)] else None, 5)
+        self.assertIsNotNone(types)
+        self.assertEqual(types[0], "agent.started", types)
+        self.assertLess(types.index("process.exited"), types.index("state.recovered"), types)
+
+
 if __name__ == "__main__":
     unittest.main()
