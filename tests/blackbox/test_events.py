@@ -126,6 +126,13 @@ class EventsTest(AgentTestCase):
         self.assertEqual([e["event"] for e in evs], ["process.started", "process.exited"], evs)
         self.assertEqual(evs[0]["json"]["id"], "later")
 
+    def test_heartbeat(self):
+        a = self.agent()
+        s = a.sse("/v1/events?since=end", timeout=12)
+        self.assertTrue(s.timed_out)
+        self.assertEqual(s.events, [])
+        self.assertIn("ping", s.comments)
+
     # ---------------------------------------------------------------- order
 
     def test_exited_after_final_status_and_output(self):
