@@ -65,8 +65,8 @@ DEPS_http	:= buf chunked codec log
 DEPS_chunked	:= codec
 DEPS_record	:= codec fsutil log logstore spawn
 DEPS_boot	:= codec fsutil log record
-DEPS_proctab	:= boot job log record spawn
-DEPS_proc	:= cgroup codec exitstatus job log proctab record spawn
+DEPS_proctab	:= boot events job log record spawn
+DEPS_proc	:= cgroup codec events exitstatus job log proctab record spawn
 DEPS_wlist	:=
 DEPS_exitstatus	:=
 DEPS_job	:= boot buf cgroup codec exitstatus jsonstr log logstore record spawn wlist
@@ -81,7 +81,7 @@ DEPS_api_health	:= api buf cgroup codec http log proctab shimctl term
 DEPS_api_freeze	:= api cgroup child http job log proc proctab record
 DEPS_shim	:= buf log shimhead
 DEPS_shimhead	:= buf chunked codec
-DEPS_shimctl	:= log spawn
+DEPS_shimctl	:= events log spawn
 DEPS_term	:= boot codec exitstatus job log logstore pty record spawn
 DEPS_api_term	:= api api_input boot http job record term
 DEPS_wsconn	:= buf http log ws
@@ -106,6 +106,9 @@ DEPS_api_envd_req	:= api api_errno connect envd fileops files fsutil
 DEPS_api_envd_entry	:= api api_envd_req codec envd files jsonstr user
 DEPS_api_envd_watch	:= api api_envd_entry api_envd_req connect envd files http jsonstr log watch
 DEPS_api_envd_files	:= api api_envd_req api_errno api_files buf connect envd files http jsonstr multipart upload
+DEPS_events	:= codec cursor logstore wlist
+DEPS_events_jobs	:= events job proc term
+DEPS_api_events	:= api buf codec events http proctab
 DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watch api_files connect envd fileops files http
 # A module written in several files, one noun each, that call one another
 # (they share a private header): its other files, which link and are
@@ -381,7 +384,7 @@ conformance: all
 FUZZ_CC		?= clang
 FUZZ_SECONDS	?= 30
 FUZZ_CI_SECONDS	?= 30
-FUZZ_TARGETS	:= codec http json shim bridge multipart
+FUZZ_TARGETS	:= codec http json shim bridge multipart events
 FUZZ_SAN	:= address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS	:= -g -O1 -std=c11 -D_GNU_SOURCE -iquote lib
 FUZZ_LIBS	:= -lev -lhttp_parser -lnettle -lseccomp -lcjson -larchive -lz -lm

@@ -26,6 +26,7 @@
 
 #include "agent.h"
 #include "api/api.h"
+#include "api/api_events.h"
 #include "api/api_exec.h"
 #include "api/api_files.h"
 #include "api/api_freeze.h"
@@ -49,6 +50,8 @@
 #include "base/fsutil.h"
 #include "base/log.h"
 #include "base/opt.h"
+#include "core/events.h"
+#include "core/events_jobs.h"
 #include "core/proc.h"
 #include "core/shimctl.h"
 #include "core/term.h"
@@ -70,6 +73,7 @@ static const struct http_route *const agent_routes[] = {
 	api_freeze_routes,
 	api_proc_routes,
 	api_output_routes,
+	api_events_routes,
 	api_exec_routes,
 	api_files_routes,
 	api_tar_routes,
@@ -113,6 +117,7 @@ static struct agent_opts {
 	double		 stuck;
 	double		 head;
 	int64_t		 max_log;
+	int64_t		 max_events;
 	char		**wrapped;
 	int		 verbose;
 	const char	*socket_group;
@@ -160,6 +165,7 @@ static void	agent_settled(struct jobtab_sub *, struct job *,
 		    enum jobtab_event);
 static void	agent_log_blocked(int);
 static void	agent_log_cb(struct ev_loop *, ev_io *, int);
+static void	agent_events_start(int, const char *);
 
 static const int forwarded[] = {
 	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
@@ -193,6 +199,8 @@ static const struct opt agent_opts[] = {
 	    .help = "drop a client whose request head takes over S s (10)" },
 	{ "max-log-bytes", 0, "N", OPT_INT64, AGENT_OFF(max_log), 4096,
 	    1LL << 50, .help = "default bytes kept per output stream (64 MiB)" },
+	{ "max-event-bytes", 0, "N", OPT_INT64, AGENT_OFF(max_events), 4096,
+	    1LL << 40, .help = "lifecycle event bytes kept per boot (16 MiB)" },
 	{ "files-root", 0, "DIR", OPT_STR, AGENT_OFF(files_root), .help =
 	    "the file routes' root: nothing outside it (/)" },
 	{ "workspace", 0, "DIR", OPT_FUNC, .set = agent_opt_workspace,
@@ -280,6 +288,7 @@ agent_defaults(void)
 	opt.stuck = HTTP_STUCK_TIMEOUT;
 	opt.head = HTTP_HEAD_TIMEOUT;
 	opt.max_log = LOG_MAX_BYTES;
+	opt.max_events = EVENTS_MAX_BYTES;
 	opt.files_root = "/";
 	opt.workspace = "/workspace";
 }
@@ -557,6 +566,7 @@ agent_main(int argc, char **argv)
 	    O_CLOEXEC)) == -1)
 		fatal("event=state_dir_failed dir=%s", opt.statedir);
 	/* Earlier boots first: removing old ones may make room for this one. */
+	record_lost_hook = events_jobs_lost;
 	boot_scan(statefd, boot, opt.keep_boots);
 	/*
 	 * The table makes the boot's directory.  A full or read-only state
@@ -572,6 +582,7 @@ agent_main(int argc, char **argv)
 	if (termtab_init(&terms, loop, boot, statefd, tab.jobs.baseenv,
 	    &tab.limits) == -1)
 		fatal("event=termtab_failed");
+	agent_events_start(statefd, boot);
 	api.tab = &tab;
 	api.terms = &terms;
 	terms.jobs.dflt_limits = &opt.default_limits;
@@ -622,10 +633,36 @@ out:
 	envd_free(&envd);
 	proctab_finalize(&tab);
 	proctab_free(&tab);
+	events_close(events_current());
 	cgroups_stop();
 	unlink(opt.socket);
 	log_info("event=exit code=%d", exit_code);
 	return exit_code;
+}
+
+/*
+ * The boot's event log: agent.started first, then the earlier boot's
+ * lost records, then every process's and terminal's events.
+ */
+static void
+agent_events_start(int statefd, const char *boot)
+{
+	struct events	*ev;
+	cJSON		*o;
+
+	if ((ev = events_open(loop, statefd, boot,
+	    (uint64_t)opt.max_events)) == NULL)
+		fatal("event=events_failed");
+	events_set_current(ev);
+	if ((o = cJSON_CreateObject()) != NULL) {
+		cJSON_AddStringToObject(o, "version", TEND_VERSION);
+		cJSON_AddNumberToObject(o, "pid", (double)getpid());
+		if (boot_previous() != NULL)
+			cJSON_AddStringToObject(o, "previousBoot",
+			    boot_previous());
+	}
+	events_emit("agent.started", o);
+	events_jobs_start(&tab.jobs, &terms.jobs);
 }
 
 /*
@@ -730,6 +767,7 @@ agent_shutdown(void)
 	if (shutting_down)
 		return;
 	shutting_down = true;
+	events_emit("agent.stopping", NULL);
 	jobtab_subscribe(&tab.jobs, &settled, agent_settled);
 	jobtab_subscribe(&terms.jobs, &term_settled, agent_settled);
 	http_stop_accepting(api.srv);

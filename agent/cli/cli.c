@@ -323,7 +323,7 @@ cli_check(struct cli *c)
 
 	if (c->ready_ms >= 0 && !c->ready_port && !c->ready_log)
 		bad = "--ready-timeout needs --ready-port or --ready-log";
-	else if (c->json && c->follow)
+	else if (c->json && c->follow && c->cmd->run != cli_events)
 		bad = "--json prints one poll: it does not --follow";
 	else if (c->json && c->streams != 0)
 		bad = "--json prints both streams";
@@ -345,6 +345,7 @@ cli_free(struct cli *c)
 	cJSON_Delete(c->env);
 	c->env = NULL;
 	buf_free(&c->excludes);
+	buf_free(&c->types);
 	if (c->ready_log)
 		regfree(&c->ready_re);
 	c->ready_log = 0;

@@ -14,6 +14,7 @@
  *	cli_fmt.c	what replies hold and how they print
  *	cli_files.c	cat, put, ls, persist, hydrate, watch: the file routes
  *	cli_term.c	term: a terminal attached over the connect route
+ *	cli_events.c	events: the boot's lifecycle events
  */
 #ifndef TEND_CLI_H
 #define TEND_CLI_H
@@ -108,6 +109,7 @@ struct cli {
 	int			 append;	/* put --append */
 	int			 depth;		/* ls --depth, -R; 0: unset */
 	struct buf		 excludes;	/* persist --exclude, comma-joined */
+	struct buf		 types;		/* events --type, comma-joined */
 	char			**args;		/* positional arguments */
 	int			 nargs;
 };
@@ -186,6 +188,9 @@ int	cli_files_ls(struct cli *);
 int	cli_files_persist(struct cli *);
 int	cli_files_hydrate(struct cli *);
 int	cli_files_watch(struct cli *);
+
+/* cli_events.c */
+int	cli_events(struct cli *);
 
 /* cli_run.c */
 int	cli_run(struct cli *);

@@ -68,6 +68,7 @@ static opt_set_fn	cli_opt_env;
 static opt_set_fn	cli_opt_signal;
 static opt_set_fn	cli_opt_regex;
 static opt_set_fn	cli_opt_exclude;
+static opt_set_fn	cli_opt_type;
 static opt_set_fn	cli_opt_stream;
 static opt_set_fn	cli_opt_size;
 static opt_set_fn	cli_opt_cpus;
@@ -275,6 +276,22 @@ static const struct opt cli_opts_freeze[] = {
 	OPT_END
 };
 
+static const struct opt cli_opts_events[] = {
+	CLI_FLAG("follow", 'f', follow,
+	    "keep printing events as they happen"),
+	CLI_STR("since", 0, "CURSOR", since,
+	    "start after this cursor (an event's), or\n"
+	    "'end': only what happens next"),
+	CLI_FUNC("type", 't', "TYPE", cli_opt_type, 0,
+	    "only events of TYPE; one ending in '.' is a\n"
+	    "prefix: process. (repeatable)"),
+	CLI_STR("id", 0, "ID", id, "only events of process or terminal ID"),
+	CLI_STR("boot", 0, "BOOT", boot, "read an earlier boot's events"),
+	CLI_JSON_OPT("print each event as the agent's JSON, a line\n"
+	    "each"),
+	OPT_END
+};
+
 static const struct opt cli_opts_hydrate[] = {
 	CLI_JSON_OPT("print the agent's {\"ok\":true}"),
 	OPT_END
@@ -396,6 +413,15 @@ const struct cli_cmd cli_cmds[] = {
 	    "made if missing.  Entries that would land outside DIR\n"
 	    "(absolute, '..', through a link, devices) are refused: exit 1,\n"
 	    "entries before the refused one stay." },
+	{ "events", cli_events, cli_opts_events,
+	    "[-f] [--since CURSOR] [--type TYPE]... [--id ID] [--boot BOOT] "
+	    "[--json]", 0, 0, 0,
+	    "print the boot's lifecycle events",
+	    "Print the boot's lifecycle events (process started, exited,\n"
+	    "removed, terminals, the agent, the shim, the state dir), a\n"
+	    "line each: TIME TYPE ID and the essentials.  Without -f, print\n"
+	    "what there is and exit 0; with -f, keep printing as they\n"
+	    "happen.  Cursors are the events' (--json shows them)." },
 	{ "term", cli_term, cli_opts_term,
 	    "[--id ID] [--cwd DIR] [-e K=V] [-- ARGV...]", 0, -1, CMD_ORDERED,
 	    "attach this terminal to a tend terminal",
@@ -580,6 +606,29 @@ cli_opt_exclude(const struct opt *o, void *base, const char *arg,
 	if ((buf_avail(&c->excludes) > 0 &&
 	    buf_add(&c->excludes, ",", 1) == -1) ||
 	    buf_addstr(&c->excludes, arg) == -1)
+		return -2;
+	return 0;
+}
+
+/* events --type: names of [a-z0-9._], joined with commas. */
+static int
+cli_opt_type(const struct opt *o, void *base, const char *arg,
+    struct buf *err)
+{
+	struct cli	*c = base;
+	const char	*p;
+
+	for (p = arg; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		    *p == '.' || *p == '_'))
+			break;
+	if (*arg == '\0' || *p != '\0') {
+		(void)buf_printf(err, "bad --%s '%s': an event type of "
+		    "[a-z0-9._]", o->name, arg);
+		return -1;
+	}
+	if ((buf_avail(&c->types) > 0 && buf_add(&c->types, ",", 1) == -1) ||
+	    buf_addstr(&c->types, arg) == -1)
 		return -2;
 	return 0;
 }

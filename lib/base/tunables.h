@@ -282,4 +282,15 @@
 #define MULTIPART_SLICE		256	/* bytes fed to the parser at a time */
 #define ENVD_ENTRY_NAMES	8	/* owner and group names per reply */
 
+/* The lifecycle event log (core/events, api/api_events, the CLI's events). */
+#define EVENTS_MAX_BYTES	(16ULL * 1024 * 1024)	/* kept per boot */
+#define EVENTS_LINE_MAX		(16 * 1024)	/* one event; longer ones are cut */
+#define EVENTS_TYPE_MAX		64		/* of a type, NUL included */
+#define EVENTS_TYPES_Q_MAX	1024		/* of ?types=, NUL included */
+#define EVENTS_PUMP_EVENTS	256		/* looked at per reader and loop turn */
+#define EVENTS_PAGE_MAX		1000		/* events in one JSON page, by default */
+#define EVENTS_PAGE_CAP		10000		/* largest ?limit= */
+#define EVENTS_ARGV0_MAX	256		/* of argv[0] in an event */
+#define EVENTS_HELD_MAX		64		/* refused by the disk, held for the next try */
+
 #endif

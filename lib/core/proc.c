@@ -21,6 +21,7 @@
 #include "base/codec.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "events.h"
 #include "proc.h"
 
 /* The pipes of a launch: pipe2 pairs ([0] reads), -1 where there is none. */
@@ -636,6 +637,20 @@ proc_kind_end(struct job *j)
 	proc_settle(proc_of(j));
 }
 
+/* process.timeout: the signal the group is sent now. */
+static void
+proc_tell_timeout(struct proc *p)
+{
+	cJSON	*o;
+
+	if ((o = cJSON_CreateObject()) == NULL)
+		return;
+	cJSON_AddStringToObject(o, "id", p->job.id);
+	cJSON_AddNumberToObject(o, "pid", (double)p->job.pid);
+	cJSON_AddStringToObject(o, "signal", p->timeout_kill ? "KILL" : "TERM");
+	events_emit("process.timeout", o);
+}
+
 static void
 proc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 {
@@ -646,6 +661,7 @@ proc_timeout_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	p->job.exit.timed_out = true;	/* before or after the root's exit */
 	log_info("event=process_timeout id=%s pid=%d", p->job.id,
 	    (int)p->job.pid);
+	proc_tell_timeout(p);
 	if (p->timeout_kill) {
 		job_signal(&p->job, SIGKILL);
 		return;

@@ -20,6 +20,7 @@
 
 #include "base/log.h"
 #include "base/util.h"
+#include "events.h"
 #include "proc.h"
 #include "store/boot.h"
 
@@ -216,14 +217,27 @@ proctab_remake(struct record_dir *d)
 	return proctab_boot_dir(container_of(d, struct proctab, jobs.recs));
 }
 
+/* state.degraded (with the error), state.recovered. */
+static void
+proctab_tell_state(const char *type, int err)
+{
+	cJSON	*o = NULL;
+
+	if (err != 0 && (o = cJSON_CreateObject()) != NULL)
+		cJSON_AddStringToObject(o, "error", strerror(err));
+	events_emit(type, o);
+}
+
 /* A write to the state dir failed: say so once, retry until it takes it. */
 void
 proctab_trouble(struct proctab *t, int err)
 {
-	if (t->jobs.recs.err == 0)
+	if (t->jobs.recs.err == 0) {
 		log_warnx("event=state_degraded err=\"%s\" msg=\"writes to the "
 		    "state dir are retried every %gs\"", strerror(err),
 		    STATE_RETRY_S);
+		proctab_tell_state("state.degraded", err);
+	}
 	t->jobs.recs.err = err;
 	if (!ev_is_active(&t->retry))
 		ev_timer_start(t->jobs.loop, &t->retry);
@@ -251,6 +265,7 @@ proctab_retry_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	ev_timer_stop(loop, w);
 	t->jobs.recs.err = 0;
 	log_info("event=state_recovered");
+	proctab_tell_state("state.recovered", 0);
 }
 
 int

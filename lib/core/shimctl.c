@@ -17,6 +17,7 @@
 
 #include "base/log.h"
 #include "base/tunables.h"
+#include "events.h"
 #include "shimctl.h"
 #include "sys/spawn.h"
 
@@ -39,6 +40,7 @@ static struct {
 static void	shimctl_spawn(void);
 static void	shimctl_timer_cb(struct ev_loop *, ev_timer *, int);
 static void	shimctl_retry(void);
+static void	shimctl_tell(const char *, pid_t, int, double);
 
 void
 shimctl_start(struct ev_loop *loop, const struct shimctl_opts *o)
@@ -78,6 +80,32 @@ shimctl_spawn(void)
 	sc.started = ev_now(sc.loop);
 	log_info("event=shim_started pid=%d listen=%s", (int)sc.pid,
 	    sc.o.listen);
+	shimctl_tell("shim.started", sc.pid, -1, 0);
+}
+
+/*
+ * shim.started, shim.exited (its exit; status -1: none) with the delay
+ * before the next start (backoffS; 0: none, it was stopped).
+ */
+static void
+shimctl_tell(const char *type, pid_t pid, int status, double backoff)
+{
+	cJSON	*o;
+
+	if ((o = cJSON_CreateObject()) == NULL)
+		return;
+	cJSON_AddNumberToObject(o, "pid", (double)pid);
+	if (status == -1)
+		cJSON_AddStringToObject(o, "listen", sc.o.listen);
+	else if (WIFSIGNALED(status))
+		cJSON_AddNumberToObject(o, "signal", WTERMSIG(status));
+	else
+		cJSON_AddNumberToObject(o, "code", WEXITSTATUS(status));
+	if (status != -1) {
+		cJSON_AddBoolToObject(o, "restarting", backoff > 0);
+		cJSON_AddNumberToObject(o, "backoffS", backoff);
+	}
+	events_emit(type, o);
 }
 
 static void
@@ -114,9 +142,12 @@ shimctl_reaped(pid_t pid, int status)
 	    WTERMSIG(status) : WEXITSTATUS(status));
 	if (sc.state == SC_STOPPED) {
 		sc.pid = -1;
+		shimctl_tell("shim.exited", pid, status, 0);
 		return true;
 	}
 	shimctl_retry();
+	shimctl_tell("shim.exited", pid, status,
+	    ev_timer_remaining(sc.loop, &sc.timer));
 	return true;
 }
 

@@ -253,6 +253,14 @@ boot_cmp(const void *a, const void *b)
 	return strcmp(y->started, x->started);
 }
 
+static char	boot_prev[BOOT_ID_LEN + 1];
+
+const char *
+boot_previous(void)
+{
+	return boot_prev[0] != '\0' ? boot_prev : NULL;
+}
+
 void
 boot_scan(int statefd, const char *current, int keep)
 {
@@ -296,6 +304,8 @@ boot_scan(int statefd, const char *current, int keep)
 	}
 	if (n > 1)
 		qsort(ents, n, sizeof(*ents), boot_cmp);
+	if (n > 0)
+		memcpy(boot_prev, ents[0].id, sizeof(boot_prev));
 	for (i = 0; i < n; i++) {
 		if (keep <= 0 || i + 1 >= (size_t)keep) {
 			log_info("event=boot_removed boot=%s", ents[i].id);

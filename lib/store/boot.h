@@ -30,6 +30,8 @@ int	boot_create(int statefd, const char *id, int *procsfd);
  * current one included) are kept.
  */
 void	boot_scan(int statefd, const char *current, int keep);
+/* The newest earlier boot boot_scan found (started before), or NULL. */
+const char *boot_previous(void);
 /* The procs directory of a retained boot, or -1 (ENOENT). */
 int	boot_open_procs(int statefd, const char *id);
 /* Its terms directory (made when create is set), or -1 and errno. */

@@ -199,6 +199,12 @@ cJSON	*record_list(int procsfd, const char *state);
 void	record_mark_lost(int procsfd, const char *boot);
 /* The same for a directory of records of that kind (terms/). */
 void	record_mark_lost_kind(enum record_kind, int dirsfd, const char *boot);
+/*
+ * Told of each record marked lost (what: its kind's log name, "process"
+ * or "terminal"), after its status is written; NULL: nobody.
+ */
+extern void (*record_lost_hook)(const char *what, const char *boot,
+	    const char *id);
 
 /* ------------------------------------------------------------------ */
 /* Durability */

@@ -100,6 +100,8 @@ record_lost_status(const struct record_kind_desc *k, int dfd, const char *id,
 	return j;
 }
 
+void	(*record_lost_hook)(const char *, const char *, const char *);
+
 /* Write the lost status of one record: from its last status j, or its meta. */
 static void
 record_lose(const struct record_kind_desc *k, int dfd, const char *id,
@@ -113,9 +115,12 @@ record_lose(const struct record_kind_desc *k, int dfd, const char *id,
 		    true) == -1)
 			log_warn("event=lost_write_failed boot=%s id=%s", boot,
 			    id);
-		else
+		else {
 			log_info("event=%s_lost boot=%s id=%s", k->what, boot,
 			    id);
+			if (record_lost_hook != NULL)
+				record_lost_hook(k->what, boot, id);
+		}
 	}
 	free(s);
 	cJSON_Delete(j);
