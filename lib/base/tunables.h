@@ -84,7 +84,7 @@
 #define AGENT_GRACE		8.0		/* s */
 
 /* Option tables (base/opt): the agent's, the shim's, the CLI's. */
-#define OPT_MAX			24		/* rows of one command */
+#define OPT_MAX			32		/* rows of one command */
 #define OPT_SECONDS_MAX		1e12		/* largest SECONDS taken */
 
 /* The command line (agent/cli*.c). */
