@@ -22,6 +22,7 @@
 #include "base/jsonstr.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "events.h"
 #include "job.h"
 #include "store/boot.h"
 
@@ -470,6 +471,21 @@ job_signal(struct job *j, int sig)
 		(void)cgroup_signal(&j->cg, sig);
 }
 
+/* process.frozen, terminal.thawed...: asked and written. */
+static void
+job_tell_frozen(struct job *j, bool on)
+{
+	char	 type[32];
+	cJSON	*o;
+
+	if ((o = cJSON_CreateObject()) == NULL)
+		return;
+	cJSON_AddStringToObject(o, "id", j->id);
+	snprintf(type, sizeof(type), "%s.%s", j->kind->cgkind == CG_PROC ?
+	    "process" : "terminal", on ? "frozen" : "thawed");
+	events_emit(type, o);
+}
+
 int
 job_freeze(struct job *j, bool on)
 {
@@ -487,6 +503,7 @@ job_freeze(struct job *j, bool on)
 	j->tab->nfrozen += on ? 1 : -1;
 	if (j->kind->frozen != NULL)
 		j->kind->frozen(j, on);
+	job_tell_frozen(j, on);
 	(void)cgroup_events(&j->cg);
 	return 0;
 }

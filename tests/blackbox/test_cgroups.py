@@ -208,6 +208,13 @@ class TestCgroups(AgentTestCase):
         r = a.post("/v1/thaw", b"")
         self.assertEqual(r.status, 200, r)
         self.assertEqual(r.json["frozen"], False)
+        # Each one's freeze and thaw is on the event stream.
+        ev = a.get("/v1/events?types=process.frozen,process.thawed,terminal.frozen,"
+                   "terminal.thawed", headers={"Accept": "application/json"}).json["events"]
+        got = sorted((e["type"], e["id"]) for e in ev)
+        want = sorted([("process.frozen", i) for i in ids] + [("process.thawed", i) for i in ids]
+                      + [("terminal.frozen", t["id"]), ("terminal.thawed", t["id"])])
+        self.assertEqual(got, want)
         self.assertTrue(poll(lambda: all(read(x) != b for x, b in zip(paths, before))))
 
     def test_timeout_waits_while_frozen(self):
