@@ -79,6 +79,7 @@ static int	cg_spare_make(enum cgroup_kind);
 static void	cg_watch_add(struct cgroup *);
 static void	cg_watch_del(struct cgroup *);
 static void	cg_doomed_gone(struct cgroup *);
+static void	cg_recheck(void);
 static int	cg_rmdir(struct cgroup *);
 static void	cg_release(struct cgroup *);
 static void	cg_ino_cb(struct ev_loop *, ev_io *, int);
@@ -121,6 +122,11 @@ cgroups_init(const char *root, bool off, const char *boot)
 			goto out;
 		}
 		snprintf(own, sizeof(own), "%s", root);
+		/* For the paths records name (cgroup_path), if it is there. */
+		if (cg_find_mount() == -1) {
+			cg.mount[0] = '\0';
+			cg.reason[0] = '\0';
+		}
 	} else {
 		if (cg_find_mount() == -1)
 			goto out;
@@ -1014,6 +1020,31 @@ cg_watch_del(struct cgroup *c)
 	c->wd = -1;
 }
 
+/*
+ * The kernel's queue overflowed: events were lost, so every watched
+ * cgroup is read again (one whose state did not change is told anyway,
+ * which its owner takes as news of nothing).
+ */
+static void
+cg_recheck(void)
+{
+	struct cgroup	*c, *next;
+	size_t		 i;
+
+	log_warnx("event=cgroup_events_overflow");
+	for (i = 0; i < CGROUP_WD_HASH; i++)
+		for (c = cg.bywd[i]; c != NULL; c = next) {
+			next = c->wdnext;
+			if (cgroup_events(c) == -1)
+				continue;
+			if (c->doomed) {
+				if (!c->populated)
+					cg_doomed_gone(c);
+			} else if (cg.changed != NULL)
+				cg.changed(c);
+		}
+}
+
 static void
 cg_ino_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -1032,6 +1063,10 @@ cg_ino_cb(struct ev_loop *loop, ev_io *w, int revents)
 		return;
 	for (p = buf; p < buf + n; p += sizeof(*ie) + ie->len) {
 		ie = (const struct inotify_event *)(void *)p;
+		if (ie->mask & IN_Q_OVERFLOW) {
+			cg_recheck();
+			continue;
+		}
 		if (ie->mask & IN_IGNORED)
 			continue;
 		for (c = *cg_wd_bucket(ie->wd); c != NULL; c = c->wdnext)
