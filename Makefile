@@ -116,6 +116,8 @@ DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watc
 PARTS_http	:= http_conn http_parse http_reply
 PARTS_record	:= record_lost record_pool
 PARTS_tar	:= tar_in
+PARTS_job	:= job_cg
+PARTS_cgroup	:= cgroup_rec
 # What a suite's own test code uses beyond its module: test helpers, or
 # the modules a contract is checked through (files' confinement, through
 # every operation on its paths; watch's view of tend's own uploads).

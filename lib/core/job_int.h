@@ -1,0 +1,20 @@
+/*
+ * job_int: what the files of the job module share and no one else
+ * reads (callers see job.h).  job.c owns a job's life; job_cg.c its
+ * cgroup.
+ */
+#ifndef TEND_JOB_INT_H
+#define TEND_JOB_INT_H
+
+#include "job.h"
+
+/* Its cgroup made (limits and the defaults) and so told to start in it. */
+int	job_cg_make(struct job *, struct spawn_opts *);
+/* Reaped: the OOM killer's part in the exit. */
+void	job_cg_reaped(struct job *);
+/* Ended: the final figures; the cgroup removed once empty. */
+void	job_cgroup_final(struct job *);
+/* Freed: its cgroup killed if need be and removed. */
+void	job_cg_free(struct job *);
+
+#endif
