@@ -85,8 +85,9 @@ events_ready(struct events *ev)
 		return true;
 	if (ev->ro || ev->statefd == -1)
 		return false;
-	snprintf(path, sizeof(path), "boots/%s", ev->boot);
-	if ((ev->dirfd = openat(ev->statefd, path, O_RDONLY | O_DIRECTORY |
+	snprintf(path, sizeof(path), "boots/%s/%s", ev->boot, EVENTS_DIR);
+	if ((mkdirat(ev->statefd, path, 0750) == -1 && errno != EEXIST) ||
+	    (ev->dirfd = openat(ev->statefd, path, O_RDONLY | O_DIRECTORY |
 	    O_CLOEXEC)) == -1)
 		return false;
 	if (logstore_create_lazy(&ev->ls, ev->dirfd, 1, events_names,
@@ -125,12 +126,17 @@ events_open_ro(int bootdirfd, const char *boot)
 	if ((ev = calloc(1, sizeof(*ev))) == NULL)
 		return NULL;
 	ev->ro = true;
-	ev->statefd = ev->dirfd = -1;
+	ev->statefd = -1;
 	snprintf(ev->boot, sizeof(ev->boot), "%.32s", boot);
-	if (logstore_open(&ev->ls, bootdirfd, 1, events_names) == -1 ||
+	if ((ev->dirfd = openat(bootdirfd, EVENTS_DIR, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1 ||
+	    logstore_open(&ev->ls, ev->dirfd, 1, events_names) == -1 ||
 	    ev->ls.fd[0] == -1 || ev->ls.idxfd == -1) {
-		saved = ev->ls.fd[0] == -1 ? ENOENT : errno;
-		logstore_close(&ev->ls);
+		saved = ev->dirfd == -1 || ev->ls.fd[0] == -1 ? ENOENT : errno;
+		if (ev->dirfd != -1) {
+			logstore_close(&ev->ls);
+			close(ev->dirfd);
+		}
 		free(ev);
 		errno = saved;
 		return NULL;

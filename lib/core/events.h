@@ -26,7 +26,8 @@
 
 #include "store/cursor.h"
 
-#define EVENTS_FILE	"events"	/* in boots/<boot>/ */
+#define EVENTS_DIR	"events"	/* in boots/<boot>/: the log's directory */
+#define EVENTS_FILE	"log"		/* in it, beside the logstore's index */
 #define EVENTS_CURSOR_ID "events"	/* cursors' ID (cursor.h) */
 
 struct events;

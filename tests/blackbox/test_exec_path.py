@@ -234,7 +234,7 @@ class TestSpareAcrossBoots(SpareCase):
         self.pool_next(a, boot)
         self.assertEqual(a.stop(), 0)
         self.assertEqual(sorted(os.listdir(self.procs(a, boot))), ["t"])
-        self.assertEqual(sorted(os.listdir(a.boot_dir(boot))), ["boot.json", "procs", "terms"])
+        self.assertEqual(sorted(os.listdir(a.boot_dir(boot))), ["boot.json", "events", "procs", "terms"])
         b = self.agent(state_dir=a.state)
         pin = {"Tend-Boot": boot}
         st = b.status("t", headers=pin).json

@@ -358,17 +358,24 @@ class TestLinksRefused(AgentTestCase):
 
 class TestDeleteAndProcsDir(DiskCase):
 
-    def test_delete_on_read_only_state_dir_is_500_and_keeps_record(self):
+    def test_delete_refused_by_the_disk_is_500_and_keeps_record(self):
+        # The disk refuses the removal: an immutable record directory
+        # (tmpfs takes chattr +i).  Not a remount read-only, which the
+        # kernel refuses (EBUSY) while the boot's event log is open for
+        # appending, as it would for a running process's output.
         mnt, state = self.tmpfs()
         a = self.agent(state_dir=state)
         boot = a.health()["bootId"]
         a.launch_ok(["echo", "x"], id="keep")
         a.wait_ended("keep")
-        self.remount(mnt, "ro")
+        d = a.proc_dir(boot, "keep")
+        before = sorted(os.listdir(d))
+        subprocess.run(["chattr", "+i", d], check=True)
+        self.addCleanup(subprocess.run, ["chattr", "-i", d], stderr=subprocess.DEVNULL)
         self.assertError(a.delete("/v1/processes/keep"), 500, "internal")
         self.assertEqual(a.status("keep").status, 200)
-        self.assertTrue(os.path.isdir(a.proc_dir(boot, "keep")))
-        self.remount(mnt, "rw")
+        self.assertEqual(sorted(os.listdir(d)), before)
+        subprocess.run(["chattr", "-i", d], check=True)
         r = a.delete("/v1/processes/keep")
         self.assertEqual(r.status, 204, r)
         self.assertFalse(os.path.exists(a.proc_dir(boot, "keep")))

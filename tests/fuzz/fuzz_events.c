@@ -164,8 +164,11 @@ LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	if (events_types_valid(types) != fz_types_ref(types))
 		fz_fail("events_types_valid disagrees with the reference");
 	dfd = open(dir, O_RDONLY | O_DIRECTORY);
-	efd = openat(dfd, EVENTS_FILE, O_CREAT | O_TRUNC | O_WRONLY, 0600);
-	ifd = openat(dfd, "index", O_CREAT | O_TRUNC | O_WRONLY, 0600);
+	(void)mkdirat(dfd, EVENTS_DIR, 0700);
+	efd = openat(dfd, EVENTS_DIR "/" EVENTS_FILE, O_CREAT | O_TRUNC |
+	    O_WRONLY, 0600);
+	ifd = openat(dfd, EVENTS_DIR "/index", O_CREAT | O_TRUNC | O_WRONLY,
+	    0600);
 	if (dfd == -1 || efd == -1 || ifd == -1)
 		fz_fail("open");
 	if (n > 0 && write(efd, d, n) != (ssize_t)n)

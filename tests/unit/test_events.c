@@ -301,7 +301,7 @@ START_TEST(read_only)
 	ck_assert_int_eq(g.n, 6);
 	events_close(ev);
 	/* A boot without a log. */
-	ck_assert_int_eq(unlinkat(dfd, EVENTS_FILE, 0), 0);
+	ck_assert_int_eq(unlinkat(dfd, EVENTS_DIR "/" EVENTS_FILE, 0), 0);
 	ck_assert_ptr_null(events_open_ro(dfd, BOOT));
 	ck_assert_int_eq(errno, ENOENT);
 	close(dfd);
