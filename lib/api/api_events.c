@@ -98,6 +98,20 @@ api_ev_boot(struct api_evreader *rd)
 /* ------------------------------------------------------------------ */
 /* SSE */
 
+/* b, made (rc 0) or not (the connection is dropped), onto the stream. */
+static int
+api_ev_send(struct api_evreader *rd, struct buf *b, int rc)
+{
+	if (rc == 0)
+		rc = http_stream_write(rd->c, buf_head(b), buf_avail(b));
+	else {
+		http_conn_abort(rd->c);
+		rc = -1;
+	}
+	buf_free(b);
+	return rc;
+}
+
 static int
 api_ev_sse_event(void *ctx, const struct events_item *it)
 {
@@ -109,14 +123,7 @@ api_ev_sse_event(void *ctx, const struct events_item *it)
 	    it->type);
 	rc |= api_ev_text(&b, it, api_ev_boot(rd));
 	rc |= buf_add(&b, "\n\n", 2);
-	if (rc != 0) {
-		buf_free(&b);
-		http_conn_abort(rd->c);
-		return -1;
-	}
-	rc = http_stream_write(rd->c, buf_head(&b), buf_avail(&b));
-	buf_free(&b);
-	return rc;
+	return api_ev_send(rd, &b, rc);
 }
 
 /* An earlier boot's log has no more to come: the stream ends. */
@@ -158,14 +165,7 @@ api_ev_page_event(void *ctx, const struct events_item *it)
 	rc = rd->any ? buf_add(&b, ",", 1) : 0;
 	rc |= api_ev_text(&b, it, api_ev_boot(rd));
 	rd->any = true;
-	if (rc != 0) {
-		buf_free(&b);
-		http_conn_abort(rd->c);
-		return -1;
-	}
-	rc = http_stream_write(rd->c, buf_head(&b), buf_avail(&b));
-	buf_free(&b);
-	return rc;
+	return api_ev_send(rd, &b, rc);
 }
 
 static void
