@@ -54,12 +54,8 @@ job_cg_make(struct job *j, struct spawn_opts *so)
 void
 job_cg_reaped(struct job *j)
 {
-	struct cgroup_usage	u;
-
-	if (j->cg.fd != -1 && (cgroups_controllers() & (1u << CG_MEMORY))) {
-		cgroup_usage(&j->cg, &u);
-		j->exit.oom_killed = u.oom_kills > 0;
-	}
+	if (j->cg.fd != -1 && (cgroups_controllers() & (1u << CG_MEMORY)))
+		j->exit.oom_killed = cgroup_oom_kills(&j->cg) > 0;
 }
 
 /* Nothing of it outlives it: what is left is killed, then removed. */

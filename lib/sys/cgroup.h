@@ -125,6 +125,8 @@ int	 cgroup_signal(struct cgroup *, int sig);
 int	 cgroup_freeze(struct cgroup *, bool);
 /* The figures now. */
 void	 cgroup_usage(struct cgroup *, struct cgroup_usage *);
+/* memory.events' oom_kill (or oom_group_kill), or -1 without it. */
+int64_t	 cgroup_oom_kills(struct cgroup *);
 /* Its path under the cgroup2 mount ("/tend-.../procs/7"), into buf. */
 void	 cgroup_path(const struct cgroup *, char *buf, size_t n);
 /*

@@ -211,11 +211,21 @@ cgroup_usage(struct cgroup *c, struct cgroup_usage *u)
 		u->mem_peak = strtoll(buf, NULL, 10);
 	if (cg_read(c->fd, "pids.current", buf, sizeof(buf)) > 0)
 		u->pids_current = strtoll(buf, NULL, 10);
-	if (cg_read(c->fd, "memory.events", buf, sizeof(buf)) > 0) {
-		u->oom_kills = cg_key(buf, "oom_kill");
-		if (cg_key(buf, "oom_group_kill") > u->oom_kills)
-			u->oom_kills = cg_key(buf, "oom_group_kill");
-	}
+	u->oom_kills = cgroup_oom_kills(c);
+}
+
+int64_t
+cgroup_oom_kills(struct cgroup *c)
+{
+	char	buf[512];
+	int64_t	n, g;
+
+	if (c->fd == -1 ||
+	    cg_read(c->fd, "memory.events", buf, sizeof(buf)) <= 0)
+		return -1;
+	n = cg_key(buf, "oom_kill");
+	g = cg_key(buf, "oom_group_kill");
+	return g > n ? g : n;
 }
 
 void
