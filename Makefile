@@ -77,11 +77,13 @@ DEPS_api_input	:= api http job
 DEPS_api_proc	:= api api_input http job log proc proctab record
 DEPS_api_output	:= api buf codec follow http job logstore proc proctab record
 DEPS_api_exec	:= api api_output buf codec http job logstore proc
-DEPS_api_health	:= api buf cgroup codec http log proctab shimctl term
+DEPS_api_health	:= api buf cgroup codec handover http log proctab shimctl term
+DEPS_api_upgrade	:= api buf child events handover http log spawn
 DEPS_api_freeze	:= api cgroup child http job log proc proctab record
 DEPS_shim	:= buf log shimhead
 DEPS_shimhead	:= buf chunked codec
 DEPS_shimctl	:= events log spawn
+DEPS_handover	:= boot cgroup events job log proc proctab shimctl term
 DEPS_term	:= boot codec exitstatus job log logstore pty record spawn
 DEPS_api_term	:= api api_input boot http job record term
 DEPS_wsconn	:= buf http log ws
@@ -116,8 +118,9 @@ DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watc
 PARTS_http	:= http_conn http_parse http_reply
 PARTS_record	:= record_lost record_pool
 PARTS_tar	:= tar_in
-PARTS_job	:= job_cg
+PARTS_job	:= job_cg job_handover
 PARTS_cgroup	:= cgroup_rec
+PARTS_logstore	:= logstore_json
 PARTS_spawn	:= spawn_clone
 # What a suite's own test code uses beyond its module: test helpers, or
 # the modules a contract is checked through (files' confinement, through
