@@ -19,6 +19,8 @@ import unittest
 from harness import TEND_BIN, AgentTestCase, poll, scaled
 from test_logs import LiveStream, collect, cursor_seq
 from test_shim import TOKEN, free_port
+from test_terms import TermCase
+from test_terms_ws import run, websockets, ws_open
 
 
 def build_other(version, dest):
@@ -329,6 +331,64 @@ class TestUpgrade(UpgradeCase):
         th.join()
         self.assertEqual(errors, [])
         self.assertIn(self.next_version, served)
+
+
+@unittest.skipIf(websockets is None, "python3-websockets missing")
+class TestUpgradeTerminal(UpgradeCase, TermCase):
+    def test_terminal_continues(self):
+        """A session attached over WebSocket: its connection is closed at
+        the handover; reattached from its cursor, it goes on with no gap
+        and no duplicate."""
+        a = self.agent()
+        t = self.shell(a)
+
+        async def go():
+            c = await ws_open(a, "/v1/terminals/%s/connect" % t["id"])
+            await c.until(lambda c: c.frames)
+            await c.wait_out(b"PROMPT> ")
+            await c.send(b"echo one$((0+1))\n")
+            await c.wait_out(b"one1\r\n")
+            at_upgrade = len(c.out)
+            # Output written during the gap waits in the pty.
+            await c.send(b"sleep 0.3; echo two$((1+1))\n")
+            await c.until(lambda c: len(c.out) > at_upgrade)
+            self.upgrade(a, self.next_bin, 1, self.next_version)
+            await c.until(lambda c: c.closed, timeout=5)
+            cur, at = c.cursors[-1]
+            d = await ws_open(a, "/v1/terminals/%s/connect?cursor=%s" % (t["id"], cur))
+            await d.until(lambda d: d.frames)
+            self.assertEqual(d.frames[0]["type"], "ready", d.frames)
+            await d.wait_out(b"two2\r\n")
+            await d.send(b"echo three$((1+2))\n")
+            await d.wait_out(b"three3\r\n")
+            await d.wait_out(b"PROMPT> ", after=d.out.index(b"three3"))
+            stored = self.output(a, t)
+            self.assertEqual(c.out[:at] + d.out, stored)
+            await d.send(b"exit\n")
+            await d.until(lambda d: d.exit is not None, timeout=5)
+            self.assertEqual(d.exit["exit"]["code"], 0, d.exit)
+        run(go())
+        st = a.get("/v1/terminals/%s" % t["id"]).json
+        self.assertEqual(st["status"], "exited", st)
+        self.assertEqual(a.zombies(), [])
+
+
+class TestHandoverFailed(UpgradeCase):
+    def test_unreadable_manifest(self):
+        """An agent handed a manifest it cannot read starts a boot of its
+        own and says so; it still reaps what it is given."""
+        a = self.agent(env={"TEND_HANDOVER_FD": "77"})
+        h = a.health()
+        self.assertEqual(h["handover"]["state"], "failed", h)
+        self.assertIn("reason", h["handover"])
+        self.assertEqual(h["upgrades"], 0)
+        self.assertIn("handover_failed", a.log_text())
+        a.launch_ok(["true"], id="x")
+        a.wait_ended("x")
+        # Not passed on: no child sees the variable.
+        a.launch_ok(["sh", "-c", "echo ${TEND_HANDOVER_FD:-none}"], id="env")
+        a.wait_ended("env")
+        self.assertEqual(a.get("/v1/processes/env/stdout").body, b"none\n")
 
 
 class TestUpgradeLoad(UpgradeCase):
