@@ -616,7 +616,9 @@ agent_main(int argc, char **argv)
 	api.tab = &tab;
 	api.terms = &terms;
 	terms.jobs.dflt_limits = &opt.default_limits;
-	api.started_mono = t0;
+	/* Uptime is the process's: it goes on across upgrades. */
+	api.started_mono = handed != NULL && h.started_mono > 0 ?
+	    h.started_mono : t0;
 	api.default_user = opt.default_user;
 	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
 		fatal("event=files_root_failed dir=%s", opt.files_root);

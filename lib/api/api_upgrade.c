@@ -128,6 +128,7 @@ api_upgrade_go(struct ev_loop *loop, ev_timer *w, int revents)
 	h.terms = up.api->terms;
 	h.listen_fd = http_server_fd(srv);
 	h.main_pid = up.main_pid != NULL ? *up.main_pid : -1;
+	h.started_mono = up.api->started_mono;
 	http_server_pause(srv);
 	http_close_all(srv);
 	(void)handover_exec(&h, up.path, argv);

@@ -174,6 +174,7 @@ handover_manifest(const struct handover *h)
 	cJSON_AddNumberToObject(m, "upgrades", (double)(ho.upgrades + 1));
 	cJSON_AddNumberToObject(m, "listenFd", h->listen_fd);
 	cJSON_AddNumberToObject(m, "mainPid", h->main_pid);
+	cJSON_AddNumberToObject(m, "startedMono", (double)h->started_mono);
 	cJSON_AddNumberToObject(m, "orphans", (double)h->tab->orphans);
 	if (events_current() != NULL)
 		cJSON_AddItemToObject(m, "events",
@@ -488,6 +489,7 @@ handover_resume(const cJSON *m, struct handover *h)
 	int		 np = 0, nt = 0, bad = 0;
 
 	h->main_pid = (pid_t)job_get_num(m, "mainPid", -1);
+	h->started_mono = (int64_t)job_get_num(m, "startedMono", 0);
 	h->tab->orphans = (uint64_t)job_get_num(m, "orphans", 0);
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(m, "procs"))
 		if (proc_adopt(h->tab, e) != NULL)

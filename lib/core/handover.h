@@ -40,6 +40,9 @@ struct handover {
 	struct termtab	*terms;
 	int		 listen_fd;	/* the API's socket */
 	pid_t		 main_pid;	/* wrapper mode's command, or -1 */
+	int64_t		 started_mono;	/* ms: the first agent's start, for
+					   uptime (the monotonic clock goes on
+					   across the exec) */
 };
 
 /* The handshake's line, for `tend handover-check`. */
@@ -68,7 +71,7 @@ void	 handover_cgroups(const cJSON *);
 /* The event log, appending after the old agent's last event. */
 struct events *handover_events(const cJSON *, int statefd,
 	    const char *boot, uint64_t maxbytes);
-/* The tables' records and terminals, their counters; h->main_pid set. */
+/* The tables' records and terminals, their counters; h's pids and start set. */
 void	 handover_resume(const cJSON *, struct handover *h);
 /* The listening socket's fd, or -1. */
 int	 handover_listen_fd(const cJSON *);

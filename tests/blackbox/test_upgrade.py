@@ -125,6 +125,7 @@ class TestUpgrade(UpgradeCase):
         h = self.upgrade(a, self.next_bin, 1, self.next_version)
         self.assertEqual(h["bootId"], h0["bootId"])
         self.assertEqual(h["handover"]["from"], CURRENT)
+        self.assertGreater(h["uptimeMs"], h0["uptimeMs"])     # the process's
         # The follower's connection was closed; it resumes by its cursor.
         while True:
             ev = follower.next_event()
