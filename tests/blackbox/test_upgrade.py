@@ -23,23 +23,29 @@ from test_terms import TermCase
 from test_terms_ws import run, websockets, ws_open
 
 
-def build_other(version, dest):
-    """A copy of TEND_BIN whose version string reads version (same length)."""
-    with open(TEND_BIN, "rb") as f:
+def binary_version(path):
+    """What `path handover-check` says its version is."""
+    return json.loads(subprocess.run([path, "handover-check"], capture_output=True,
+                                     check=True, timeout=10).stdout)["version"]
+
+
+def build_other(dest, src=TEND_BIN):
+    """A copy of src whose version string reads otherwise (the same
+    length): its version."""
+    current = binary_version(src)
+    version = current[:-1] + ("u" if current[-1] != "u" else "v")
+    with open(src, "rb") as f:
         data = f.read()
-    old = ("\0%s\0" % CURRENT).encode()
-    new = ("\0%s\0" % version).encode()
-    assert len(old) == len(new), (CURRENT, version)
-    n = data.count(old)
-    assert n >= 1, "no version string %r in %s" % (CURRENT, TEND_BIN)
+    old = ("\0%s\0" % current).encode()
+    assert data.count(old) >= 1, "no version string %r in %s" % (current, src)
     with open(dest, "wb") as f:
-        f.write(data.replace(old, new))
+        f.write(data.replace(old, ("\0%s\0" % version).encode()))
     os.chmod(dest, 0o755)
-    return dest
+    assert binary_version(dest) == version, dest
+    return version
 
 
-CURRENT = json.loads(subprocess.run([TEND_BIN, "handover-check"], capture_output=True,
-                                    check=True).stdout)["version"]
+CURRENT = binary_version(TEND_BIN)
 
 
 class UpgradeCase(AgentTestCase):
@@ -47,8 +53,8 @@ class UpgradeCase(AgentTestCase):
     def setUpClass(cls):
         cls.dir = tempfile.mkdtemp(prefix="tend-upgrade-")
         os.chmod(cls.dir, 0o755)
-        cls.next_version = CURRENT[:-1] + ("u" if CURRENT[-1] != "u" else "v")
-        cls.next_bin = build_other(cls.next_version, os.path.join(cls.dir, "tend-next"))
+        cls.next_bin = os.path.join(cls.dir, "tend-next")
+        cls.next_version = build_other(cls.next_bin)
         # The same build under another name: an upgrade back and forth.
         cls.same_bin = os.path.join(cls.dir, "tend-same")
         shutil.copy(TEND_BIN, cls.same_bin)
