@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/codec.h"
 #include "base/log.h"
 #include "base/tunables.h"
 #include "handover.h"
@@ -157,6 +158,66 @@ handover_cg_save(const struct cgroups_handed *c)
 	return o;
 }
 
+/*
+ * The records' directories made ahead (struct record_dir): handed over
+ * as they are, the pool's child included (the next agent reaps it as
+ * the pool's), since removing and making them again would cost the
+ * handover more than anything else it does.
+ */
+static cJSON *
+handover_recs_save(const struct record_dir *d)
+{
+	const struct record_pool	*q = &d->pool;
+	const struct record_spare	*p = &d->spare;
+	cJSON				*o;
+
+	if ((o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	if (q->made) {
+		cJSON_AddNumberToObject(o, "poolFd", q->fd);
+		cJSON_AddBoolToObject(o, "poolOff", q->off);
+		cJSON_AddNumberToObject(o, "poolNext", q->next);
+		cJSON_AddNumberToObject(o, "poolFrom", q->from);
+		cJSON_AddNumberToObject(o, "poolEnd", q->end);
+		cJSON_AddNumberToObject(o, "poolPid", q->pid);
+	}
+	if (p->made) {
+		cJSON_AddNumberToObject(o, "spareParentFd", p->parentfd);
+		cJSON_AddNumberToObject(o, "spareDirFd", p->dirfd);
+		cJSON_AddBoolToObject(o, "spareOff", p->off);
+		cJSON_AddBoolToObject(o, "spareMeta", p->meta);
+		cJSON_AddBoolToObject(o, "spareStatus", p->status);
+	}
+	return o;
+}
+
+static void
+handover_recs_load(struct record_dir *d, const cJSON *o)
+{
+	struct record_pool	*q = &d->pool;
+	struct record_spare	*p = &d->spare;
+
+	if (cJSON_GetObjectItemCaseSensitive(o, "poolFd") != NULL &&
+	    !q->made) {
+		q->made = true;
+		q->fd = (int)job_get_num(o, "poolFd", -1);
+		q->off = job_get_bool(o, "poolOff");
+		q->next = (unsigned)job_get_num(o, "poolNext", 0);
+		q->from = (unsigned)job_get_num(o, "poolFrom", 0);
+		q->end = (unsigned)job_get_num(o, "poolEnd", 0);
+		q->pid = (pid_t)job_get_num(o, "poolPid", 0);
+	}
+	if (cJSON_GetObjectItemCaseSensitive(o, "spareDirFd") != NULL &&
+	    !p->made) {
+		p->made = true;
+		p->parentfd = (int)job_get_num(o, "spareParentFd", -1);
+		p->dirfd = (int)job_get_num(o, "spareDirFd", -1);
+		p->off = job_get_bool(o, "spareOff");
+		p->meta = job_get_bool(o, "spareMeta");
+		p->status = job_get_bool(o, "spareStatus");
+	}
+}
+
 static cJSON *
 handover_manifest(const struct handover *h)
 {
@@ -182,6 +243,8 @@ handover_manifest(const struct handover *h)
 	if ((e = shimctl_handover_save()) != NULL)
 		cJSON_AddItemToObject(m, "shim", e);
 	cJSON_AddItemToObject(m, "procTable", handover_table(&h->tab->jobs));
+	cJSON_AddItemToObject(m, "procDir",
+	    handover_recs_save(&h->tab->jobs.recs));
 	cJSON_AddItemToObject(m, "termTable",
 	    handover_table(&h->terms->jobs));
 	a = cJSON_AddArrayToObject(m, "procs");
@@ -259,27 +322,20 @@ handover_envp(int fd, char *var, size_t n)
 static void
 handover_undo(const struct handover *h)
 {
-	struct proctab	*t = h->tab;
-
 	cgroups_handover_undo();
-	t->nospares = false;
-	t->jobs.recs.pool.off = false;
-	t->jobs.recs.spare.off = false;
-	proctab_spare_soon(t);
+	proctab_spare_soon(h->tab);
 }
 
 int
 handover_exec(const struct handover *h, const char *path, char *const argv[])
 {
+	int64_t	 t0 = codec_mono_ms();
 	cJSON	*m;
 	char	*s, **envp, var[64];
 	int	 fd, err, on, nfds = 0;
+	size_t	 slen;
 
-	/*
-	 * No record's directory is made ahead across the exec: the next
-	 * agent makes its own (the pool's child would be an orphan to it).
-	 */
-	proctab_stop_spares(h->tab);
+	ev_idle_stop(h->tab->jobs.loop, &h->tab->spare);
 	if ((m = handover_manifest(h)) == NULL) {
 		err = errno;
 		handover_undo(h);
@@ -287,6 +343,7 @@ handover_exec(const struct handover *h, const char *path, char *const argv[])
 		return -1;
 	}
 	s = cJSON_PrintUnformatted(m);
+	slen = s != NULL ? strlen(s) : 0;
 	fd = s != NULL ? handover_memfd(s) : -1;
 	err = errno;
 	free(s);
@@ -303,8 +360,8 @@ handover_exec(const struct handover *h, const char *path, char *const argv[])
 	on = 0;
 	handover_fds(m, handover_cloexec, &on);
 	log_info("event=handover_exec path=%s fds=%d processes=%d "
-	    "terminals=%d", path, nfds, h->tab->jobs.nlive,
-	    h->terms->jobs.nlive);
+	    "terminals=%d bytes=%zu ms=%lld", path, nfds, h->tab->jobs.nlive,
+	    h->terms->jobs.nlive, slen, (long long)(codec_mono_ms() - t0));
 	log_flush();
 	(void)execve(path, argv, envp);
 	err = errno;
@@ -503,6 +560,8 @@ handover_resume(const cJSON *m, struct handover *h)
 			bad++;
 	handover_table_load(&h->tab->jobs,
 	    cJSON_GetObjectItemCaseSensitive(m, "procTable"));
+	handover_recs_load(&h->tab->jobs.recs,
+	    cJSON_GetObjectItemCaseSensitive(m, "procDir"));
 	handover_table_load(&h->terms->jobs,
 	    cJSON_GetObjectItemCaseSensitive(m, "termTable"));
 	if (bad > 0) {

@@ -24,6 +24,11 @@ job_deadline(struct ev_loop *loop, ev_timer *w)
 {
 	if (!ev_is_active(w))
 		return -1;
+	/*
+	 * The loop's clock is that of its last wakeup: brought to now, so
+	 * that what remains is counted from the same moment as the clock.
+	 */
+	ev_now_update(loop);
 	return (double)codec_mono_ms() + ev_timer_remaining(loop, w) * 1e3;
 }
 
@@ -34,6 +39,8 @@ job_deadline_start(struct ev_loop *loop, ev_timer *w, double deadline)
 
 	if (deadline < 0)
 		return;
+	/* A loop not yet run counts from its creation: brought to now. */
+	ev_now_update(loop);
 	left = (deadline - (double)codec_mono_ms()) / 1e3;
 	/* Past it already: at once (0 would be "no timeout" to libev's set). */
 	ev_timer_set(w, left > 0 ? left : 1e-6, 0.);
