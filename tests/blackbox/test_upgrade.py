@@ -204,6 +204,49 @@ class TestUpgrade(UpgradeCase):
         self.assertEqual(h["bootId"], h0["bootId"])
         self.assertEqual(len(a.get("/v1/processes").json), len(before))
 
+    def test_event_stream_resumes(self):
+        """A follower of /v1/events reconnects with Last-Event-ID: every
+        event once, in order, agent.upgraded among them."""
+        a = self.agent()
+        f = LiveStream(a, "/v1/events?follow=1", timeout=30)
+        self.addCleanup(f.close)
+        self.assertEqual(f.status, 200)
+        for i in range(5):
+            a.launch_ok(["true"], id="a%d" % i)
+        got = []
+        while sum(e["json"]["type"] == "process.exited" for e in got) < 5:
+            got.append(f.next_event())
+        a.launch_ok(["sh", "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 0.05; sh -c true; done"],
+                    id="during")
+        self.upgrade(a, self.next_bin, 1, self.next_version)
+        while True:
+            ev = f.next_event()
+            if ev is None:
+                break
+            got.append(ev)
+        for i in range(5):
+            a.launch_ok(["true"], id="b%d" % i)
+        for i in range(5):
+            a.wait_ended("b%d" % i)
+        a.wait_ended("during")
+        g = LiveStream(a, "/v1/events?follow=1", headers={"Last-Event-ID": got[-1]["id"]},
+                       timeout=30)
+        self.addCleanup(g.close)
+        def seen(pid_id):
+            return any(e["json"]["type"] == "process.exited" and e["json"]["id"] == pid_id
+                       for e in got)
+        while not (seen("b4") and seen("during")):
+            ev = g.next_event()
+            self.assertIsNotNone(ev)
+            got.append(ev)
+        seqs = [cursor_seq(e["id"]) for e in got]
+        self.assertEqual(seqs, list(range(seqs[0], seqs[0] + len(seqs))), "a gap or a duplicate")
+        types = [e["json"]["type"] for e in got]
+        self.assertEqual(types.count("agent.upgraded"), 1, types)
+        exited = [e["json"]["id"] for e in got if e["json"]["type"] == "process.exited"]
+        self.assertEqual(sorted(exited), sorted(["a%d" % i for i in range(5)] +
+                                                ["b%d" % i for i in range(5)] + ["during"]))
+
     def test_cli_upgrade(self):
         a = self.agent()
         a.launch_ok(["sleep", "100"], id="s")
