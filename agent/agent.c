@@ -169,10 +169,24 @@ static void	agent_settled(struct jobtab_sub *, struct job *,
 static void	agent_log_blocked(int);
 static void	agent_log_cb(struct ev_loop *, ev_io *, int);
 static void	agent_events_start(int, const char *, const cJSON *);
+static void	agent_block_forwarded(bool);
 
 static const int forwarded[] = {
 	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
 };
+
+/* The signals agent_signal_cb takes, blocked (or unblocked). */
+static void
+agent_block_forwarded(bool block)
+{
+	sigset_t	set;
+	size_t		i;
+
+	sigemptyset(&set);
+	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&set, forwarded[i]);
+	(void)sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
 
 /* What agent_options does with an action row. */
 enum { AGENT_HELP = 1, AGENT_LIST_ROUTES };
@@ -529,6 +543,7 @@ agent_main(int argc, char **argv)
 	size_t		 i;
 	int64_t		 t0 = codec_mono_ms();
 	cJSON		*handed;	/* the handover's manifest, if any */
+	sigset_t	 handed_sigs;	/* pending at the handover's exec */
 	struct handover	 h;
 
 	agent_options(argc, argv);
@@ -540,8 +555,20 @@ agent_main(int argc, char **argv)
 	 */
 	handed = handover_take();
 	api_upgrade_setup(argv, &main_pid);
+	/*
+	 * The agent before blocked every signal for its exec: one that came
+	 * meanwhile is pending, and is raised again once it is watched.
+	 */
+	sigemptyset(&handed_sigs);
+	if (handed != NULL)
+		(void)sigpending(&handed_sigs);
 	/* Nothing inherited: children get default dispositions from us. */
 	spawn_reset_signals();
+	/*
+	 * Until they are watched, the forwarded signals wait (as PID 1 with
+	 * no handler they would be dropped).
+	 */
+	agent_block_forwarded(true);
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Outside a PID namespace, orphans of our children still come to us. */
@@ -635,7 +662,10 @@ agent_main(int argc, char **argv)
 	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
 		ev_signal_init(&sigs[i], agent_signal_cb, forwarded[i]);
 		ev_signal_start(loop, &sigs[i]);
+		if (sigismember(&handed_sigs, forwarded[i]) == 1)
+			(void)raise(forwarded[i]);
 	}
+	agent_block_forwarded(false);
 	ev_timer_init(&grace_timer, agent_grace_cb, opt.grace, 0.);
 
 	agent_socket_dir();

@@ -111,6 +111,12 @@ api_upgrade_go(struct ev_loop *loop, ev_timer *w, int revents)
 
 	(void)revents;
 	ev_timer_stop(loop, w);
+	/* A shutdown began since the 202 (it closed the socket): no exec. */
+	if (http_server_fd(srv) == -1) {
+		log_warnx("event=upgrade_abandoned msg=\"the agent is stopping\"");
+		up.busy = false;
+		return;
+	}
 	for (n = 0; up.argv[n] != NULL; n++)
 		;
 	if ((argv = calloc(n + 2, sizeof(*argv))) == NULL) {

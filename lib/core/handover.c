@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,10 +319,11 @@ handover_envp(int fd, char *var, size_t n)
 	return envp;
 }
 
-/* The spares the manifest gave back, made again: the exec failed. */
+/* The exec failed: the signals unblocked, the spare cgroups made again. */
 static void
-handover_undo(const struct handover *h)
+handover_undo(const struct handover *h, const sigset_t *mask)
 {
+	(void)sigprocmask(SIG_SETMASK, mask, NULL);
 	cgroups_handover_undo();
 	proctab_spare_soon(h->tab);
 }
@@ -330,15 +332,23 @@ int
 handover_exec(const struct handover *h, const char *path, char *const argv[])
 {
 	int64_t	 t0 = codec_mono_ms();
+	sigset_t all, mask;
 	cJSON	*m;
 	char	*s, **envp, var[64];
 	int	 fd, err, on, nfds = 0;
 	size_t	 slen;
 
+	/*
+	 * Every signal blocked until the exec: one that comes meanwhile
+	 * stays pending across it, for the next agent (its handlers would
+	 * be gone, and this loop never runs again).
+	 */
+	sigfillset(&all);
+	(void)sigprocmask(SIG_BLOCK, &all, &mask);
 	ev_idle_stop(h->tab->jobs.loop, &h->tab->spare);
 	if ((m = handover_manifest(h)) == NULL) {
 		err = errno;
-		handover_undo(h);
+		handover_undo(h, &mask);
 		errno = err;
 		return -1;
 	}
@@ -352,7 +362,7 @@ handover_exec(const struct handover *h, const char *path, char *const argv[])
 		if (fd != -1)
 			close(fd);
 		cJSON_Delete(m);
-		handover_undo(h);
+		handover_undo(h, &mask);
 		errno = err;
 		return -1;
 	}
@@ -371,7 +381,7 @@ handover_exec(const struct handover *h, const char *path, char *const argv[])
 	close(fd);
 	free(envp);
 	cJSON_Delete(m);
-	handover_undo(h);
+	handover_undo(h, &mask);
 	log_warnx("event=handover_exec_failed path=%s err=\"%s\"", path,
 	    strerror(err));
 	errno = err;

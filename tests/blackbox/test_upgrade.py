@@ -8,6 +8,7 @@ between two builds for the handover is the binary and its version."""
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -246,6 +247,21 @@ class TestUpgrade(UpgradeCase):
         exited = [e["json"]["id"] for e in got if e["json"]["type"] == "process.exited"]
         self.assertEqual(sorted(exited), sorted(["a%d" % i for i in range(5)] +
                                                 ["b%d" % i for i in range(5)] + ["during"]))
+
+    def test_sigterm_at_the_handover_is_not_lost(self):
+        """SIGTERM right after the 202: whichever agent gets it (the old
+        one before the exec, or the new one from the pending set the exec
+        kept), the agent shuts down cleanly."""
+        for k in range(3):
+            a = self.agent()
+            a.launch_ok(["sleep", "100"], id="s")
+            host = a.host_pid()
+            r = a.post("/v1/upgrade", {"path": self.next_bin})
+            self.assertEqual(r.status, 202, r)
+            time.sleep(0.002 * k)
+            os.kill(host, signal.SIGTERM)
+            self.assertEqual(a.wait_exit(timeout=15), 0, a.log_text()[-2000:])
+            self.assertIn("event=shutdown signal=15", a.log_text())
 
     def test_cli_upgrade(self):
         a = self.agent()
