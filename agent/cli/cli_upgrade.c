@@ -20,6 +20,9 @@
 #define CLI_UPGRADE_WAIT_MS	10000	/* for the new agent to answer */
 #define CLI_UPGRADE_POLL_MS	10
 
+static cJSON	*cli_upgrade_health(struct cli *);
+static double	cli_upgrade_num(const cJSON *, const char *);
+
 /* GET /v1/health, quietly: the reply, or NULL. */
 static cJSON *
 cli_upgrade_health(struct cli *c)
@@ -50,7 +53,7 @@ cli_cmd_upgrade(struct cli *c)
 	struct cli_http	 h;
 	struct timespec	 ts = { 0, CLI_UPGRADE_POLL_MS * 1000000L };
 	char		 abs[PATH_MAX];
-	const char	*path = c->args[0], *want;
+	const char	*path = c->args[0], *want, *got;
 	cJSON		*before, *reply = NULL, *now = NULL;
 	double		 n0;
 	int64_t		 end;
@@ -84,8 +87,8 @@ cli_cmd_upgrade(struct cli *c)
 	for (;;) {
 		if ((now = cli_upgrade_health(c)) != NULL &&
 		    cli_upgrade_num(now, "upgrades") > n0 && want != NULL &&
-		    strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		    now, "version")) ?: "", want) == 0)
+		    (got = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    now, "version"))) != NULL && strcmp(got, want) == 0)
 			break;
 		cJSON_Delete(now);
 		now = NULL;

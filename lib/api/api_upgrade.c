@@ -36,6 +36,16 @@
 extern char **environ;
 
 static void	api_upgrade(struct http_conn *, struct http_req *);
+static void	api_upgrade_refuse(struct http_conn *, const char *,
+		    const char *);
+static void	api_upgrade_reset(void);
+static void	api_upgrade_go(struct ev_loop *, ev_timer *, int);
+static void	api_upgrade_checked(void);
+static void	api_upgrade_exited(pid_t, int, void *);
+static void	api_upgrade_read(struct ev_loop *, ev_io *, int);
+static void	api_upgrade_timeout(struct ev_loop *, ev_timer *, int);
+static void	api_upgrade_closed(struct http_conn *, void *);
+static int	api_upgrade_spawn(void);
 
 const struct http_route api_upgrade_routes[] = {
 	{ "POST",	"/v1/upgrade",			api_upgrade, NULL },

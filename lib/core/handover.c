@@ -28,6 +28,22 @@
 
 extern char **environ;
 
+static bool	handover_fd_key(const char *, bool *);
+static void	handover_fds(const cJSON *, void (*)(int, void *), void *);
+static void	handover_cloexec(int, void *);
+static void	handover_count(int, void *);
+static cJSON	*handover_table(struct jobtab *);
+static cJSON	*handover_cg_save(const struct cgroups_handed *);
+static cJSON	*handover_recs_save(const struct record_dir *);
+static void	handover_recs_load(struct record_dir *, const cJSON *);
+static cJSON	*handover_manifest(const struct handover *);
+static int	handover_memfd(const char *);
+static char	**handover_envp(int, char *, size_t);
+static void	handover_undo(const struct handover *, const sigset_t *);
+static void	handover_fail(const char *, const char *);
+static char	*handover_read(int);
+static void	handover_table_load(struct jobtab *, const cJSON *);
+
 static struct {
 	uint64_t	 upgrades;
 	const char	*state;		/* "none", "resumed", "failed" */
@@ -509,6 +525,7 @@ handover_cgroups(const cJSON *m)
 	const cJSON		*o = cJSON_GetObjectItemCaseSensitive(m,
 				    "cgroups"), *e;
 	struct cgroups_handed	 c;
+	const char		*v;
 	int			 k = 0;
 
 	memset(&c, 0, sizeof(c));
@@ -516,10 +533,12 @@ handover_cgroups(const cJSON *m)
 		return;
 	c.on = true;
 	c.made = job_get_bool(o, "made");
-	snprintf(c.root, sizeof(c.root), "%s", cJSON_GetStringValue(
-	    cJSON_GetObjectItemCaseSensitive(o, "root")) ?: "");
-	snprintf(c.origin, sizeof(c.origin), "%s", cJSON_GetStringValue(
-	    cJSON_GetObjectItemCaseSensitive(o, "origin")) ?: "");
+	if ((v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o,
+	    "root"))) != NULL)
+		snprintf(c.root, sizeof(c.root), "%s", v);
+	if ((v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o,
+	    "origin"))) != NULL)
+		snprintf(c.origin, sizeof(c.origin), "%s", v);
 	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(o, "next"))
 		if (k < CG_NKINDS && cJSON_IsNumber(e))
 			c.next[k++] = (unsigned)e->valuedouble;

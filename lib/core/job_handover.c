@@ -17,6 +17,13 @@
 #include "base/log.h"
 #include "job_int.h"
 
+static void	job_save_limits(cJSON *, const struct cgroup_limits *);
+static void	job_save_usage(cJSON *, const struct cgroup_usage *);
+static cJSON	*job_save_record(struct record *);
+static void	job_load_limits(const cJSON *, struct cgroup_limits *);
+static void	job_load_usage(const cJSON *, struct cgroup_usage *);
+static int	job_load_record(struct job *, const cJSON *);
+
 /* ---- timers by their absolute (monotonic) deadline ---- */
 
 double

@@ -9,6 +9,12 @@
 
 #include "logstore.h"
 
+static void	ls_num(cJSON *, const char *, uint64_t);
+static void	ls_pair(cJSON *, const char *, const uint64_t[LS_NSTREAMS]);
+static uint64_t	ls_get(const cJSON *, const char *);
+static int	ls_getfd(const cJSON *, const char *);
+static void	ls_getpair(const cJSON *, const char *, uint64_t[LS_NSTREAMS]);
+
 /* A number as JSON holds it exactly (counters stay far below 2^53). */
 static void
 ls_num(cJSON *o, const char *k, uint64_t v)
