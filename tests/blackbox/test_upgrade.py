@@ -263,6 +263,29 @@ class TestUpgrade(UpgradeCase):
             self.assertEqual(a.wait_exit(timeout=15), 0, a.log_text()[-2000:])
             self.assertIn("event=shutdown signal=15", a.log_text())
 
+    def test_frozen_stays_frozen_its_timeout_paused(self):
+        a = self.agent()
+        a.launch_ok(["sleep", "100"], id="f", timeout=3000)
+        r = a.post("/v1/processes/f/freeze")
+        if r.status == 422:
+            self.skipTest("no cgroups here: %r" % r.json)
+        self.assertEqual(r.status, 200, r)
+        self.assertTrue(r.json["frozen"], r.json)
+        time.sleep(0.3)
+        self.upgrade(a, self.next_bin, 1, self.next_version)
+        st = a.status("f").json
+        self.assertEqual((st["state"], st["frozen"]), ("running", True), st)
+        time.sleep(scaled(3.5))     # past the deadline: frozen, it waits
+        self.assertEqual(a.status("f").json["state"], "running")
+        t0 = time.monotonic()
+        r = a.post("/v1/processes/f/thaw")
+        self.assertEqual(r.status, 200, r)
+        st = a.wait_ended("f")
+        took = time.monotonic() - t0
+        self.assertTrue(st["exit"]["timedOut"], st)
+        self.assertGreater(took, 2.0, st)     # what was left of the 3 s
+        self.assertLess(took, scaled(4.0), st)
+
     def test_cli_upgrade(self):
         a = self.agent()
         a.launch_ok(["sleep", "100"], id="s")
