@@ -119,6 +119,7 @@ PARTS_tar	:= tar_in
 PARTS_job	:= job_cg
 PARTS_cgroup	:= cgroup_rec
 PARTS_spawn	:= spawn_clone
+PARTS_proc	:= proc_restart
 # What a suite's own test code uses beyond its module: test helpers, or
 # the modules a contract is checked through (files' confinement, through
 # every operation on its paths; watch's view of tend's own uploads).

@@ -177,6 +177,14 @@
 #define PROC_SETTLE_SOON	0.005	/* s, after an orphan of a group died */
 #define PROC_FIRST_STATUS	0.1	/* s, delay of the first status.json */
 #define PROC_SYNC_DELAY		1.0	/* s, final statuses reach the disk */
+
+/* Restart policy (proc_restart.c). */
+#define RESTART_BACKOFF_MS	500	/* the first wait, by default */
+#define RESTART_MAX_BACKOFF_MS	30000	/* the doubling's cap, by default */
+#define RESTART_RESET_S		10.0	/* a run this long resets the backoff */
+#define RESTART_WINDOW_N	10	/* the breaker: this many restarts... */
+#define RESTART_WINDOW_S	300.0	/* ...in this long, and no more */
+#define RESTART_RUNS_KEPT	16	/* runs a status lists, the last ones */
 #define PROC_SWEEP		5.0	/* s, ended records' files closed */
 #define PROC_MS_MAX		1e12	/* ms, largest timeout, killGrace, wait */
 #define EXEC_MAX_OUTPUT_ASK	1e15	/* largest maxOutputBytes taken, then
