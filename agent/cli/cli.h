@@ -104,6 +104,10 @@ struct cli {
 	int			 ready_log;	/* ready_re holds --ready-log */
 	regex_t			 ready_re;
 	int64_t			 ready_ms;	/* --ready-timeout; -1: unset */
+	const char		*restart;	/* start --restart POLICY */
+	int64_t			 max_restarts;	/* --max-restarts; -1: unset */
+	int64_t			 backoff_ms;	/* --backoff; -1: unset */
+	int64_t			 max_backoff_ms;	/* --max-backoff; -1: unset */
 	const char		*range;		/* cat --range A-B */
 	const char		*mode;		/* put --mode */
 	int			 append;	/* put --append */

@@ -11,10 +11,11 @@ import base64
 import json
 import os
 import signal
+import subprocess
 import time
 import unittest
 
-from harness import AgentTestCase, RFC3339_MS, SLOW, poll, scaled
+from harness import AgentTestCase, RFC3339_MS, SLOW, TEND_BIN, poll, scaled
 
 
 def policy(p="on-failure", **kw):
@@ -314,6 +315,57 @@ class RestartTest(AgentTestCase):
             meta = json.load(f)
         self.assertEqual(meta["options"]["restart"]["policy"], "always")
         self.assertEqual(meta["options"]["restart"]["maxRestarts"], 0)
+
+
+class RestartCliTest(AgentTestCase):
+
+    def tend(self, a, *args, timeout=20):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TEND_")}
+        return subprocess.run([TEND_BIN] + list(args[:1]) + ["-S", a.sock] + list(args[1:]),
+                              capture_output=True, timeout=scaled(timeout), env=env)
+
+    def test_start_restart_then_wait(self):
+        a = self.agent()
+        r = self.tend(a, "start", "--id", "svc", "--restart", "on-failure", "--max-restarts", "2",
+                      "--backoff", "0.05", "--max-backoff", "0.1", "--", "sh", "-c", "echo x; exit 4")
+        self.assertEqual(r.returncode, 0, r)
+        self.assertEqual(r.stdout.strip(), b"svc")
+        r = self.tend(a, "wait", "svc")
+        self.assertEqual(r.returncode, 4, r)
+        r = self.tend(a, "status", "--json", "svc")
+        st = json.loads(r.stdout)
+        self.assertEqual(st["run"], 3)
+        self.assertEqual(st["restart"], {"policy": "on-failure", "maxRestarts": 2, "backoffMs": 50,
+                                         "maxBackoffMs": 100, "state": "gave_up",
+                                         "reason": "maxRestarts",
+                                         "lastExit": st["exit"]})
+        r = self.tend(a, "logs", "svc")
+        self.assertEqual(r.stdout, b"x\n" * 3)
+
+    def test_ps_shows_waiting_and_kill_cancels(self):
+        a = self.agent()
+        r = self.tend(a, "start", "--id", "w", "--restart", "always", "--backoff", "60", "--", "true")
+        self.assertEqual(r.returncode, 0, r)
+        poll(lambda: a.status("w").json["restart"]["state"] == "waiting")
+        r = self.tend(a, "ps")
+        self.assertEqual(r.returncode, 0, r)
+        row = [l for l in r.stdout.decode().splitlines() if l.startswith("w ")]
+        self.assertEqual(len(row), 1, r.stdout)
+        self.assertIn(" waiting ", row[0])
+        r = self.tend(a, "kill", "w")
+        self.assertEqual(r.returncode, 0, r)
+        r = self.tend(a, "wait", "--json", "w")
+        st = json.loads(r.stdout)
+        self.assertEqual(st["restart"]["reason"], "cancelled")
+
+    def test_usage_errors(self):
+        a = self.agent()
+        for args in (["--backoff", "1"], ["--max-restarts", "3"], ["--restart", "sometimes"],
+                     ["--restart", "always", "--max-restarts", "-1"]):
+            r = self.tend(a, "start", *args, "--", "true")
+            self.assertEqual(r.returncode, 2, (args, r))
+            self.assertIn(b"usage", r.stderr.lower() + r.stdout.lower(), r)
+        self.assertEqual(a.get("/v1/processes?all=1").json, [])
 
 
 if __name__ == "__main__":
