@@ -146,6 +146,21 @@ class RestartTest(AgentTestCase):
         self.assertEqual(delays, [200, 400, 200])
         self.assertEqual(st["run"], 4)
 
+    def test_next_run_that_cannot_start_gives_up(self):
+        a = self.agent()
+        script = os.path.join(self.tmpdir(), "once.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\nrm -f \"$0\"\nexit 1\n")
+        os.chmod(script, 0o755)
+        p = a.launch_ok([script], restart=policy("always", backoffMs=50))
+        st = a.wait_ended(p["id"])
+        self.assertEqual(st["restart"]["state"], "gave_up")
+        self.assertEqual(st["restart"]["reason"], "spawnFailed")
+        self.assertEqual(st["run"], 1)
+        self.assertEqual(st["exit"]["code"], 1)
+        types = [e["type"] for e in self.events(a, p["id"])]
+        self.assertEqual(types[-2:], ["process.gave_up", "process.exited"], types)
+
     # ---------------------------------------------------------------- tend's own signals
 
     def test_kill_is_not_restarted(self):
