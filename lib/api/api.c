@@ -548,6 +548,18 @@ api_opt_scalars(const cJSON *j, bool exec, struct proc_opts *o,
 	return 0;
 }
 
+/* "ready" (core/ready): its message names the field within. */
+static int
+api_opt_ready(const cJSON *f, struct proc_opts *o, struct api_err *e)
+{
+	const char	*why;
+
+	if (ready_opts_parse(f, &o->ready, &why) == 0)
+		return 0;
+	api_err_set(e, 400, "invalid_request", "ready", "%s", why);
+	return -1;
+}
+
 /*
  * The body of POST /v1/processes (and /v1/exec).  Field rules are the
  * bridge's; the fields are checked in the order they always were, so a
@@ -583,6 +595,9 @@ api_launch_opts(const cJSON *j, bool exec, const char *defuser,
 		return -1;
 	if ((f = cJSON_GetObjectItemCaseSensitive(j, "tags")) != NULL &&
 	    api_opt_tags(f, o, e) == -1)
+		return -1;
+	if (!exec && (f = cJSON_GetObjectItemCaseSensitive(j, "ready")) !=
+	    NULL && api_opt_ready(f, o, e) == -1)
 		return -1;
 	if (api_confine_opts(j, defuser, &c, e) == -1)
 		return -1;

@@ -178,6 +178,8 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 		goto fail;
 	}
 	proc_begin(p, o, &pp);
+	if (p->ready != NULL)
+		ready_start(p->ready, &p->job);
 	return p;
 
 fail:
@@ -205,7 +207,8 @@ proc_new(struct proctab *t, const struct proc_opts *o)
 	 */
 	p->tags = o->tags ? cJSON_PrintUnformatted(o->tags) : strdup("{}");
 	if (job_init(&p->job, &t->jobs, &proc_kind, o->id, 'p', o->argv,
-	    o->cwd) == -1 || p->tags == NULL) {
+	    o->cwd) == -1 || p->tags == NULL ||
+	    (o->ready.on && (p->ready = ready_new(&o->ready)) == NULL)) {
 		job_free(&p->job);
 		errno = ENOMEM;
 		return NULL;
@@ -773,6 +776,8 @@ proc_status_build(struct proc *p, bool live)
 	cJSON_AddNumberToObject(j, "droppedBytes", (double)ls->dropped);
 	cJSON_AddRawToObject(j, "tags", p->tags);
 	job_status_cgroup(jb, j);
+	if (p->ready != NULL)
+		ready_status(p->ready, j);
 	if (live && record_status_failed(&jb->rec))
 		cJSON_AddBoolToObject(j, "statusWriteFailed", true);
 	return j;
@@ -791,6 +796,7 @@ proc_kind_free(struct job *j)
 	ev_timer_stop(loop, &p->timeout);
 	ev_timer_stop(loop, &p->settle);
 	ev_timer_stop(loop, &p->first_status);
+	ready_free(p->ready);
 	free(p->tags);
 	free(p);
 }

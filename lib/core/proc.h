@@ -18,6 +18,7 @@
 
 #include "job.h"
 #include "proctab.h"
+#include "ready.h"
 
 enum proc_state {
 	PROC_RUNNING = JOB_RUNNING,	/* root alive, or its group has not
@@ -66,6 +67,7 @@ struct proc {
 	double		 grace_s;
 	bool		 timeout_kill;	/* the timeout KILLs, no TERM first */
 	double		 timeout_left;	/* s, while frozen */
+	struct ready	*ready;		/* launched with "ready", else NULL */
 };
 
 struct proc_opts {
@@ -86,6 +88,7 @@ struct proc_opts {
 	struct cgroup_limits limits;	/* 0s: none */
 	uint64_t	 maxlog;
 	cJSON		*tags;		/* copied, as text */
+	struct ready_opts ready;	/* "ready" (ready.h); on: asked */
 };
 
 /* The process of a job of a process table (NULL for NULL). */
