@@ -1,9 +1,13 @@
 /*
- * cli_ready.c: start --ready-port and --ready-log, one exec instead of a
- * polling loop — whether something listens on a TCP port (from
- * /proc/net/tcp and tcp6), whether a line of the process's stored output
- * matches a regex (JSON polls of its logs), and the loop that checks both
- * until the process is ready, has ended, or --ready-timeout ran out.
+ * cli_ready.c: start --ready-port and --ready-log.  The agent watches
+ * readiness (the launch's "ready"): the port, and the log when the REGEX
+ * is a plain string (no character special to a POSIX extended regex),
+ * which a line matches exactly when it holds that string; then the CLI
+ * waits with POST .../wait?for=ready.  A REGEX that is more than a string
+ * is judged here, as before the agent could: a polling loop over the
+ * process's stored output (JSON polls of its logs) and /proc/net/tcp and
+ * tcp6, until the process is ready, has ended, or --ready-timeout ran
+ * out.
  */
 #include <netinet/tcp.h>
 
@@ -27,6 +31,9 @@ static int	cli_ready_log(struct cli *, const char *, char *, size_t,
 		    struct buf [2], int64_t);
 static int	cli_ready_check(struct cli *, const char *, struct cli_http *,
 		    int, int64_t);
+static int	cli_ready_literal(const char *);
+static int	cli_ready_agent(struct cli *, const char *, struct cli_http *);
+static int	cli_ready_poll(struct cli *, const char *, struct cli_http *);
 
 /*
  * Whether a socket listens on TCP port, in this network namespace: the
@@ -201,8 +208,8 @@ cli_ready_check(struct cli *c, const char *id, struct cli_http *h,
  * the wait route doubles as the pause between checks, and ends it early
  * when the process ends.  h then holds the process's latest status.
  */
-int
-cli_ready_wait(struct cli *c, const char *id, struct cli_http *h)
+static int
+cli_ready_poll(struct cli *c, const char *id, struct cli_http *h)
 {
 	struct buf	 line[2] = { { 0 }, { 0 } };
 	char		 cursor[CLI_CURSOR_MAX] = "";
@@ -230,4 +237,116 @@ cli_ready_wait(struct cli *c, const char *id, struct cli_http *h)
 	buf_free(&line[0]);
 	buf_free(&line[1]);
 	return rv;
+}
+
+/* ---------------------------------------------------------------------
+ * The agent's readiness.
+ */
+
+/* Is a regex a plain string: a line matches it when it holds it? */
+static int
+cli_ready_literal(const char *re)
+{
+	return re[0] != '\0' && strlen(re) <= READY_LOG_MAX &&
+	    strpbrk(re, ".[]()*+?{}|^$\\") == NULL;
+}
+
+/*
+ * "ready" of the launch body when the agent can judge all that is asked
+ * (else the CLI polls, cli_ready_poll).  -1: out of memory.
+ */
+int
+cli_ready_body(struct cli *c, cJSON *o)
+{
+	cJSON	*r;
+
+	if ((!c->ready_port && !c->ready_log) ||
+	    (c->ready_log && !cli_ready_literal(c->ready_text)))
+		return 0;
+	if ((r = cJSON_AddObjectToObject(o, "ready")) == NULL)
+		return -1;
+	if (c->ready_port &&
+	    cJSON_AddNumberToObject(r, "port", c->ready_port) == NULL)
+		return -1;
+	if (c->ready_log &&
+	    cJSON_AddStringToObject(r, "log", c->ready_text) == NULL)
+		return -1;
+	/* 0 is "already late": the agent's least is 1 ms. */
+	if (cJSON_AddNumberToObject(r, "timeoutMs", (double)(c->ready_ms > 0 ?
+	    c->ready_ms : c->ready_ms == 0 ? 1 : CLI_READY_TIMEOUT)) == NULL)
+		return -1;
+	return 0;
+}
+
+/*
+ * wait?for=ready in pieces (as `tend wait`): 200 ready (or a piece ran
+ * out), 409 "ended" or "ready_timeout".  h then holds the latest status.
+ */
+static int
+cli_ready_agent(struct cli *c, const char *id, struct cli_http *h)
+{
+	struct cli_http	 w;
+	const char	*code;
+	char		 arg[24];
+	cJSON		*j;
+	int		 rv, running;
+
+	for (;;) {
+		snprintf(arg, sizeof(arg), "%d", CLI_WAIT_PIECE);
+		cli_http_init(&w, "POST");
+		w.quiet = 1;
+		w.named = 1;
+		if (cli_http_proc_target(&w, id, "/wait") == -1 ||
+		    cli_http_query(&w, "for", "ready") == -1 ||
+		    cli_http_query(&w, "timeout", arg) == -1) {
+			cli_http_free(&w);
+			return CLI_REFUSED;
+		}
+		rv = cli_http_call(c, &w);
+		if (w.status == 200) {
+			j = cli_http_json(&w);
+			running = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j,
+			    "ready"));
+			cJSON_Delete(j);
+			cli_http_free(h);
+			*h = w;
+			if (running)
+				return CLI_OK;
+			continue;	/* a piece ran out */
+		}
+		if (w.status != 409) {
+			if (rv != CLI_OK && w.status != 0)
+				cli_http_print_error(c, &w);
+			cli_http_free(&w);
+			return rv != CLI_OK ? rv : CLI_REFUSED;
+		}
+		j = cli_http_json(&w);
+		code = cli_fmt_str(j, "code");
+		rv = code != NULL && strcmp(code, "ended") == 0 ?
+		    CLI_NOTREADY : CLI_TIMEDOUT;
+		cJSON_Delete(j);
+		cli_http_free(&w);
+		break;
+	}
+	if (rv == CLI_NOTREADY)
+		cli_report(c, "ended", "process '%s' ended before it was "
+		    "ready (see `tend status %s`)", id, id);
+	else
+		cli_report(c, "timeout", "process '%s' is not ready after the "
+		    "--ready-timeout (it keeps running)", id);
+	/* The latest status, for --json. */
+	if (cli_http_wait(c, id, 1, &w, &j, &running) == CLI_OK) {
+		cJSON_Delete(j);
+		cli_http_free(h);
+		*h = w;
+	}
+	return rv;
+}
+
+int
+cli_ready_wait(struct cli *c, const char *id, struct cli_http *h)
+{
+	if (c->ready_log && !cli_ready_literal(c->ready_text))
+		return cli_ready_poll(c, id, h);
+	return cli_ready_agent(c, id, h);
 }
