@@ -4,13 +4,11 @@
  * is a plain string (no character special to a POSIX extended regex),
  * which a line matches exactly when it holds that string; then the CLI
  * waits with POST .../wait?for=ready.  A REGEX that is more than a string
- * is judged here, as before the agent could: a polling loop over the
- * process's stored output (JSON polls of its logs) and /proc/net/tcp and
- * tcp6, until the process is ready, has ended, or --ready-timeout ran
- * out.
+ * is judged here: a polling loop over the process's stored output (JSON
+ * polls of its logs), the port still the agent's (the status's "ready",
+ * the launch asking for the port alone), until the process is ready, has
+ * ended, or --ready-timeout ran out.
  */
-#include <netinet/tcp.h>
-
 #include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,51 +21,16 @@
 
 #include "cli.h"
 
-static int	cli_ready_listening(int);
 static int	cli_ready_lines(struct cli *, struct buf *, const char *,
 		    size_t);
 static int	cli_ready_streams(struct cli *, cJSON *, struct buf [2]);
 static int	cli_ready_log(struct cli *, const char *, char *, size_t,
 		    struct buf [2], int64_t);
 static int	cli_ready_check(struct cli *, const char *, struct cli_http *,
-		    int, int64_t);
+		    int, int64_t, int *);
 static int	cli_ready_literal(const char *);
 static int	cli_ready_agent(struct cli *, const char *, struct cli_http *);
 static int	cli_ready_poll(struct cli *, const char *, struct cli_http *);
-
-/*
- * Whether a socket listens on TCP port, in this network namespace: the
- * local address of a LISTEN (0A) row of /proc/net/tcp or tcp6, e.g.
- * "   0: 00000000:1F90 00000000:0000 0A ...".
- */
-static int
-cli_ready_listening(int port)
-{
-	static const char *const	 files[] = {
-		"/proc/net/tcp", "/proc/net/tcp6"
-	};
-	char				 line[CLI_NETLINE_MAX], *p;
-	unsigned int			 lport, st;
-	size_t				 i;
-	FILE				*f;
-	int				 found = 0;
-
-	for (i = 0; i < sizeof(files) / sizeof(files[0]) && !found; i++) {
-		if ((f = fopen(files[i], "re")) == NULL)
-			continue;	/* no IPv6 in this kernel */
-		while (!found && fgets(line, sizeof(line), f) != NULL) {
-			/* The local address ends at the first space after it. */
-			if ((p = strchr(line, ':')) == NULL ||
-			    (p = strchr(p + 2, ':')) == NULL)
-				continue;
-			if (sscanf(p + 1, "%x %*s %x", &lport, &st) == 2 &&
-			    (int)lport == port && st == TCP_LISTEN)
-				found = 1;
-		}
-		fclose(f);
-	}
-	return found;
-}
 
 /*
  * Complete lines of one stream against --ready-log: 1 on a match, 0 not
@@ -166,11 +129,12 @@ cli_ready_log(struct cli *c, const char *id, char *cursor, size_t cursorlen,
 /*
  * One fresh status after a pause of at most left ms (0 when ready):
  * CLI_OK while it runs and is not ready, -1 when it runs and is ready,
- * else the exit code.  h then holds the process's latest status.
+ * else the exit code.  h then holds the process's latest status, and
+ * *port_ok whether the agent found the port (its "ready").
  */
 static int
 cli_ready_check(struct cli *c, const char *id, struct cli_http *h,
-    int ready, int64_t deadline)
+    int ready, int64_t deadline, int *port_ok)
 {
 	struct cli_http	 w;
 	int64_t		 left;
@@ -185,6 +149,9 @@ cli_ready_check(struct cli *c, const char *id, struct cli_http *h,
 	if ((rv = cli_http_wait(c, id, left > 0 ? left : 1, &w, &st,
 	    &running)) != CLI_OK)
 		return rv;
+	if (!*port_ok)
+		*port_ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st,
+		    "ready"));
 	cJSON_Delete(st);
 	cli_http_free(h);
 	*h = w;			/* the latest status */
@@ -228,10 +195,8 @@ cli_ready_poll(struct cli *c, const char *id, struct cli_http *h)
 			}
 			log_ok = r;
 		}
-		if (!port_ok)
-			port_ok = cli_ready_listening(c->ready_port);
 	} while ((rv = cli_ready_check(c, id, h, port_ok && log_ok,
-	    deadline)) == CLI_OK);
+	    deadline, &port_ok)) == CLI_OK);
 	if (rv == -1)
 		rv = CLI_OK;
 	buf_free(&line[0]);
@@ -260,9 +225,17 @@ cli_ready_body(struct cli *c, cJSON *o)
 {
 	cJSON	*r;
 
-	if ((!c->ready_port && !c->ready_log) ||
-	    (c->ready_log && !cli_ready_literal(c->ready_text)))
+	if (!c->ready_port && !c->ready_log)
 		return 0;
+	/* A REGEX judged here: the agent is asked for the port alone. */
+	if (c->ready_log && !cli_ready_literal(c->ready_text)) {
+		if (!c->ready_port)
+			return 0;
+		if ((r = cJSON_AddObjectToObject(o, "ready")) == NULL ||
+		    cJSON_AddNumberToObject(r, "port", c->ready_port) == NULL)
+			return -1;
+		return 0;
+	}
 	if ((r = cJSON_AddObjectToObject(o, "ready")) == NULL)
 		return -1;
 	if (c->ready_port &&

@@ -98,7 +98,6 @@
 #define CLI_READY_POLL		20		/* ms between readiness checks */
 #define CLI_READY_TIMEOUT	60000		/* ms, default --ready-timeout */
 #define CLI_READY_LINE_MAX	(64 * 1024)	/* of a line matched whole */
-#define CLI_NETLINE_MAX		512		/* of a /proc/net/tcp line */
 #define CLI_MAX_PENDING		16		/* signals before the reply */
 #define CLI_STDIN_CHUNK		(64 * 1024)	/* run --stdin, one read */
 /* run --stdin travels as base64 (4/3) in a JSON body of HTTP_MAX_BODY. */

@@ -254,6 +254,19 @@ class TestCli(PortsCase):
         mine = [ln.split() for ln in lines[1:] if ln.split()[0] == str(port)]
         self.assertEqual(mine, [[str(port), "127.0.0.1", str(ent[0]["pid"]), "cli-web"]])
 
+    def test_start_regex_and_port(self):
+        """A REGEX beyond a plain string is the client's; the port the agent's."""
+        port = free_port()
+        script = "echo 'serving 1'; sleep 0.3; exec %s" % " ".join(http_server(port))
+        r = self.tend("start", "--id", "cli-re", "--json", "--ready-log", "^serv[a-z]+ [0-9]$",
+                      "--ready-port", str(port), "--ready-timeout", str(scaled(20)), "--",
+                      "sh", "-c", script)
+        self.addCleanup(self.a.post, "/v1/processes/cli-re/kill", {"signal": 9})
+        self.assertEqual(r.returncode, 0, r)
+        st = json.loads(r.stdout)
+        self.assertEqual((st["ready"], st["readiness"]), (True, "ready"))
+        socket.create_connection(("127.0.0.1", port), timeout=scaled(5)).close()
+
     def test_start_ready_exit_codes(self):
         port = free_port()
         r = self.tend("start", "--id", "c6", "--ready-port", str(port), "--",
