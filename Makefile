@@ -132,6 +132,7 @@ TEST_DEPS_files	:= fileops upload
 TEST_DEPS_watch	:= upload
 TEST_DEPS_api	:= api_proc api_output api_exec
 TEST_DEPS_ready	:= proc proctab
+TEST_DEPS_portwatch	:= proc proctab
 
 UNIT_SUITES := $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
 # $(call deps_closure,todo,seen): every module reachable from todo.

@@ -19,6 +19,7 @@ struct portwatch_ent {
 	struct port_sock	 s;
 	char			*id;
 	bool			 resolved;	/* its holder was looked for */
+	bool			 told;		/* port.listening was emitted */
 };
 
 /* A holder's owner, remembered for one refresh. */
@@ -37,6 +38,7 @@ static struct {
 	double			 pace;		/* s, of the poll armed */
 	bool			 on;
 	bool			 failed;	/* the listing under way failed */
+	bool			 warned;	/* ... and it was said */
 	/* The last complete refresh, by port. */
 	struct portwatch_ent	*set;
 	size_t			 nset;
@@ -189,9 +191,9 @@ portwatch_install(bool emit)
 			ne[i].s.pid = o->s.pid;
 			ne[i].id = o->id;
 			ne[i].resolved = true;
+			ne[i].told = o->told;
 			o->id = NULL;
-			o->resolved = false;	/* taken: not closed */
-			o->s.port = 0;
+			o->s.port = 0;		/* taken: not closed */
 			continue;
 		}
 		/* The baseline's holders are looked for by the first refresh. */
@@ -201,11 +203,14 @@ portwatch_install(bool emit)
 			continue;
 		if ((j = portwatch_owner(ne[i].s.pid)) != NULL)
 			ne[i].id = strdup(j->id);
-		if (emit && o == NULL)
+		/* One of the baseline (o, not yet resolved) is never told. */
+		if (emit && o == NULL) {
 			events_emit("port.listening", portwatch_ent_json(&ne[i]));
+			ne[i].told = true;
+		}
 	}
 	for (i = 0; emit && i < nold; i++)
-		if (old[i].resolved && old[i].s.port != 0)
+		if (old[i].told && old[i].s.port != 0)
 			events_emit("port.closed", portwatch_ent_json(&old[i]));
 	portwatch_set_free(old, nold);
 	pw.set = ne;
@@ -263,10 +268,13 @@ portwatch_refresh(void)
 	pw.busy = true;
 	if ((pw.failed = ports_list(&pw.next, &pw.nnext, PORTS_MAX,
 	    &pw.next_trunc) == -1)) {
-		log_warn("event=ports_failed");
+		if (!pw.warned)		/* once, not every refresh */
+			log_warn("event=ports_failed");
+		pw.warned = true;
 		pw.next = NULL;
 		pw.nnext = 0;
-	}
+	} else
+		pw.warned = false;
 	/* Known inodes keep their holder: the scan skips them. */
 	if (pw.failed || portwatch_known()) {
 		portwatch_finish();
