@@ -203,8 +203,12 @@ portwatch_install(bool emit)
 			continue;
 		if ((j = portwatch_owner(ne[i].s.pid)) != NULL)
 			ne[i].id = strdup(j->id);
-		/* One of the baseline (o, not yet resolved) is never told. */
-		if (emit && o == NULL) {
+		/*
+		 * One of the baseline (o, not yet resolved) is never told;
+		 * nor one whose holder is out of sight (another PID
+		 * namespace that shares the network namespace).
+		 */
+		if (emit && o == NULL && ne[i].s.pid > 0) {
 			events_emit("port.listening", portwatch_ent_json(&ne[i]));
 			ne[i].told = true;
 		}

@@ -68,8 +68,9 @@ ready_opts_parse(const cJSON *j, struct ready_opts *o, const char **why)
 		return -1;
 	}
 	if ((f = cJSON_GetObjectItemCaseSensitive(j, "port")) != NULL) {
-		if (!cJSON_IsNumber(f) || f->valuedouble != (int)f->valuedouble ||
-		    f->valuedouble < 1 || f->valuedouble > 65535) {
+		if (!cJSON_IsNumber(f) || !(f->valuedouble >= 1 &&
+		    f->valuedouble <= 65535) ||
+		    f->valuedouble != (int)f->valuedouble) {
 			*why = "ready.port: must be an integer from 1 to 65535";
 			return -1;
 		}
@@ -99,8 +100,8 @@ ready_opts_parse(const cJSON *j, struct ready_opts *o, const char **why)
 			o->streams = 1u << LS_STDERR;
 	}
 	if ((f = cJSON_GetObjectItemCaseSensitive(j, "timeoutMs")) != NULL) {
-		if (!cJSON_IsNumber(f) || f->valuedouble < 1 ||
-		    f->valuedouble > PROC_MS_MAX ||
+		if (!cJSON_IsNumber(f) || !(f->valuedouble >= 1 &&
+		    f->valuedouble <= PROC_MS_MAX) ||
 		    f->valuedouble != (double)(uint64_t)f->valuedouble) {
 			*why = "ready.timeoutMs: must be a positive number of "
 			    "milliseconds";

@@ -145,7 +145,9 @@ START_TEST(opts_checked)
 		"{\"port\":80,\"stream\":\"stdout\"}",
 		"{\"log\":\"x\",\"stream\":\"out\"}",
 		"{\"port\":80,\"timeoutMs\":0}", "{\"port\":80,\"timeoutMs\":-1}",
-		"{\"port\":80,\"timeoutMs\":1.5}",
+		"{\"port\":80,\"timeoutMs\":1.5}", "{\"port\":1e300}",
+		"{\"port\":-1e300}", "{\"port\":80,\"timeoutMs\":1e300}",
+		"{\"log\":\"x\",\"port\":null}",
 	};
 	struct ready_opts	 o;
 	const char		*why;
