@@ -205,7 +205,8 @@ cli_cmd_start(struct cli *c)
 	if (buf_addstr(&h.target, "/v1/processes") == -1 ||
 	    (h.json = cli_cmd_launch_body(c, c->id)) == NULL ||
 	    (c->with_stdin && cJSON_AddStringToObject(h.json, "stdin",
-	    "pipe") == NULL) || cli_cmd_restart(c, h.json) == -1) {
+	    "pipe") == NULL) || cli_cmd_restart(c, h.json) == -1 ||
+	    cli_ready_body(c, h.json) == -1) {
 		cli_warnx("out of memory");
 		cli_http_free(&h);
 		return CLI_REFUSED;

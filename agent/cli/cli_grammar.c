@@ -305,6 +305,12 @@ static const struct opt cli_opts_events[] = {
 	OPT_END
 };
 
+static const struct opt cli_opts_ports[] = {
+	CLI_JSON_OPT("print the agent's JSON array: {\"port\",\"address\",\n"
+	    "\"pid\",\"id\"} each"),
+	OPT_END
+};
+
 static const struct opt cli_opts_hydrate[] = {
 	CLI_JSON_OPT("print the agent's {\"ok\":true}"),
 	OPT_END
@@ -314,6 +320,13 @@ const struct cli_cmd cli_cmds[] = {
 	{ "health", cli_cmd_health, cli_opts_health, "[--json]", 0, 0, 0,
 	    "show the agent's boot ID, version, uptime and counts",
 	    "Show the agent's boot ID, version, uptime and process counts." },
+	{ "ports", cli_ports, cli_opts_ports, "[--json]", 0, 0, 0,
+	    "list the listening TCP ports and their owners",
+	    "List the TCP sockets that listen in the agent's network\n"
+	    "namespace (IPv4 and IPv6), by port: PORT, ADDRESS, PID (the\n"
+	    "process that holds it, \"-\" when none of those the agent\n"
+	    "sees does) and ID (the process or terminal of tend's that\n"
+	    "started it or its ancestor, \"-\" when none)." },
 	{ "ps", cli_cmd_ps, cli_opts_ps,
 	    "[-a] [--json] [--resources] [--boot BOOT] [--terminals]", 0, 0,
 	    0, "list this boot's processes",
@@ -567,6 +580,7 @@ cli_opt_regex(const struct opt *o, void *base, const char *arg,
 		return -1;
 	}
 	c->ready_log = 1;
+	c->ready_text = arg;
 	return 0;
 }
 

@@ -550,6 +550,18 @@ api_opt_scalars(const cJSON *j, bool exec, struct proc_opts *o,
 	return 0;
 }
 
+/* "ready" (core/ready): its message names the field within. */
+static int
+api_opt_ready(const cJSON *f, struct proc_opts *o, struct api_err *e)
+{
+	const char	*why;
+
+	if (ready_opts_parse(f, &o->ready, &why) == 0)
+		return 0;
+	api_err_set(e, 400, "invalid_request", "ready", "%s", why);
+	return -1;
+}
+
 /*
  * "restart": {"policy","maxRestarts","backoffMs","maxBackoffMs"}, a
  * record's (not exec's: its reply is its one run).
@@ -638,6 +650,9 @@ api_launch_opts(const cJSON *j, bool exec, const char *defuser,
 	    api_opt_tags(f, o, e) == -1)
 		return -1;
 	if (api_opt_restart(j, exec, o, e) == -1)
+		return -1;
+	if (!exec && (f = cJSON_GetObjectItemCaseSensitive(j, "ready")) !=
+	    NULL && api_opt_ready(f, o, e) == -1)
 		return -1;
 	if (api_confine_opts(j, defuser, &c, e) == -1)
 		return -1;

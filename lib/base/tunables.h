@@ -98,7 +98,6 @@
 #define CLI_READY_POLL		20		/* ms between readiness checks */
 #define CLI_READY_TIMEOUT	60000		/* ms, default --ready-timeout */
 #define CLI_READY_LINE_MAX	(64 * 1024)	/* of a line matched whole */
-#define CLI_NETLINE_MAX		512		/* of a /proc/net/tcp line */
 #define CLI_MAX_PENDING		16		/* signals before the reply */
 #define CLI_STDIN_CHUNK		(64 * 1024)	/* run --stdin, one read */
 /* run --stdin travels as base64 (4/3) in a JSON body of HTTP_MAX_BODY. */
@@ -300,5 +299,15 @@
 #define EVENTS_PAGE_CAP		10000		/* largest ?limit= */
 #define EVENTS_ARGV0_MAX	256		/* of argv[0] in an event */
 #define EVENTS_HELD_MAX		64		/* refused by the disk, held for the next try */
+
+/* Listening ports and readiness (sys/ports, core/portwatch, core/ready, api/api_ports). */
+#define PORTS_MAX		4096	/* sockets listed; past it the list is cut */
+#define PORTS_SCAN_BUDGET	256	/* /proc entries looked at per loop turn */
+#define PORTS_PPID_DEPTH	64	/* ancestors looked at for an owner */
+#define PORTS_MEMO		64	/* holders' owners remembered per refresh */
+#define PORTS_POLL_MS		500	/* between refreshes while a job runs */
+#define PORTS_READY_POLL_MS	20	/* ... while a readiness awaits a port */
+#define READY_LOG_MAX		1024	/* of a ready.log substring */
+#define READY_READ		(16 * 1024)	/* output read at a time for it */
 
 #endif

@@ -169,6 +169,8 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 		goto fail;
 	}
 	proc_begin(p, o, &pp);
+	if (p->ready != NULL)
+		ready_start(p->ready, &p->job);
 	return p;
 
 fail:
@@ -199,7 +201,8 @@ proc_new(struct proctab *t, const struct proc_opts *o)
 	if (job_init(&p->job, &t->jobs, &proc_kind, o->id, 'p', o->argv,
 	    o->cwd) == -1 || p->tags == NULL ||
 	    (o->restart.policy != PROC_RESTART_NO &&
-	    proc_restart_new(p, o) == -1)) {
+	    proc_restart_new(p, o) == -1) ||
+	    (o->ready.on && (p->ready = ready_new(&o->ready)) == NULL)) {
 		job_free(&p->job);
 		errno = ENOMEM;
 		return NULL;
@@ -810,6 +813,8 @@ proc_status_build(struct proc *p, bool live)
 	if (p->rs != NULL)
 		proc_restart_status(p, j);
 	job_status_cgroup(jb, j);
+	if (p->ready != NULL)
+		ready_status(p->ready, j);
 	if (live && record_status_failed(&jb->rec))
 		cJSON_AddBoolToObject(j, "statusWriteFailed", true);
 	return j;
@@ -829,6 +834,7 @@ proc_kind_free(struct job *j)
 	ev_timer_stop(loop, &p->settle);
 	ev_timer_stop(loop, &p->first_status);
 	proc_restart_free(p);
+	ready_free(p->ready);
 	free(p->tags);
 	free(p);
 }

@@ -18,6 +18,7 @@
 
 #include "job.h"
 #include "proctab.h"
+#include "ready.h"
 
 enum proc_state {
 	PROC_RUNNING = JOB_RUNNING,	/* root alive, or its group has not
@@ -84,6 +85,7 @@ struct proc {
 	double		 timeout_left;	/* s, while frozen */
 	double		 timeout_s;	/* each run's; 0: none */
 	struct proc_restart *rs;	/* its policy, or NULL for "no" */
+	struct ready	*ready;		/* launched with "ready", else NULL */
 };
 
 struct proc_opts {
@@ -105,6 +107,7 @@ struct proc_opts {
 	uint64_t	 maxlog;
 	cJSON		*tags;		/* copied, as text */
 	struct proc_restart_opts restart;	/* 0s: "no" */
+	struct ready_opts ready;	/* "ready" (ready.h); on: asked */
 };
 
 /* The process of a job of a process table (NULL for NULL). */
