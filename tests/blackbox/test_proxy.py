@@ -251,6 +251,33 @@ class TestProxyForms(ProxyCase):
         st, _, body = self.preq("GET", "/v1/health", host="%d-x.localhost" % self.shim.port)
         self.assertEqual(json.loads(body)["status"], "ok")
 
+    def test_ipv6_only_server_and_loopback_only(self):
+        www = os.path.join(self.a.tmp, "v6")
+        os.mkdir(www)
+        with open(os.path.join(www, "index.html"), "w") as f:
+            f.write("six")
+        port = free_port()
+        self.a.launch_ok([PY, "-m", "http.server", "--bind", "::1", "--directory", www, str(port)])
+
+        def up6():
+            try:
+                socket.create_connection(("::1", port), timeout=1).close()
+                return True
+            except OSError:
+                return False
+        wait_for(up6, timeout=10, what="server on [::1]")
+        # 127.0.0.1 refuses: [::1] is tried.
+        st, _, body = self.preq("GET", "/v1/ports/%d/proxy/" % port)
+        self.assertEqual((st, body), (200, b"six"))
+        # No address is an input: these are the agent's (404), never a
+        # connection elsewhere.
+        for p in ("/v1/ports/10.0.0.1:%d/proxy/" % port, "/v1/ports/[::2]:%d/proxy/" % port,
+                  "/v1/ports/%d@10.0.0.1/proxy/" % port):
+            st, _, body = self.preq("GET", p)
+            self.assertEqual(st, 404, p)
+        st, _, body = self.preq("GET", "/", host="10.0.0.1:%d" % port)
+        self.assertNotEqual(body, b"six")
+
     def test_headers_query_and_bodies_as_the_server_sees_them(self):
         port = self.echo_server()
         st, _, body = self.preq("GET", "/v1/ports/%d/proxy/echo/a%%20b?x=1&y=2" % port,
