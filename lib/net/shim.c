@@ -215,7 +215,9 @@ shim_pipe_ok(struct shim_conn *c)
 		c->nopipe = true;
 		return false;
 	}
-	n = fcntl(fds[1], F_SETPIPE_SZ, SHIM_BUF);
+	/* A port's download is the proxy's bulk: a larger pipe, fewer turns. */
+	n = fcntl(fds[1], F_SETPIPE_SZ, c->target != 0 ? SHIM_PROXY_PIPE :
+	    SHIM_BUF);
 	if (n == -1)
 		n = fcntl(fds[1], F_GETPIPE_SZ);
 	if (n <= 0) {
