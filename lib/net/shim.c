@@ -251,13 +251,16 @@ shim_conn_update(struct shim_conn *c)
 {
 	bool	reading;
 
-	if (c->mode == SHIM_DENY && c->a_eof && shim_down_len(c) == 0)
-		shim_reply(c);
-	/* The old target said all it had: the held head goes to the new. */
+	/*
+	 * The old target said all it had: the held head goes to the new
+	 * (or is refused: then its answer is due at once, below).
+	 */
 	if (c->switching && c->a_eof && shim_down_len(c) == 0) {
 		shim_upstream_close(c);
 		shim_process(c);
 	}
+	if (c->mode == SHIM_DENY && c->a_eof && shim_down_len(c) == 0)
+		shim_reply(c);
 	if (shim_down_len(c) == 0 && c->mode != SHIM_DENY &&
 	    (c->a_eof || (c->afd == -1 && (c->c_eof ||
 	    c->mode == SHIM_CLOSING))))
@@ -371,6 +374,8 @@ shim_refuse(struct shim_conn *c, int status, const char *code,
 	buf_reset(&c->in);
 	if (c->afd == -1)
 		c->a_eof = true;
+	else if (c->target != 0)
+		ev_timer_again(c->shim->loop, &c->timer);	/* see the cb */
 }
 
 static void
@@ -766,9 +771,10 @@ shim_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	}
 	/*
 	 * A port's server may never answer nor close: once the client
-	 * said it sends no more, the connection has SHIM_PROXY_EOF_WAIT.
+	 * said it sends no more, or the shim waits for the server's end to
+	 * send its own answer, the connection has SHIM_PROXY_EOF_WAIT.
 	 */
-	if (c->target != 0 && c->c_eof && ++c->eof_ticks * SHIM_HEAD_TIMEOUT >=
-	    SHIM_PROXY_EOF_WAIT)
+	if (c->target != 0 && (c->c_eof || c->mode == SHIM_DENY) &&
+	    ++c->eof_ticks * SHIM_HEAD_TIMEOUT >= SHIM_PROXY_EOF_WAIT)
 		shim_conn_free(c);
 }

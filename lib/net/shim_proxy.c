@@ -52,6 +52,7 @@ static void	shim_cookie_value(const struct shim_config *, int,
 static bool	shim_same(const char *, size_t, const char *, size_t);
 static bool	shim_qtoken_ok(const struct shim_config *, const char *,
 		    size_t);
+static void	shim_location(struct buf *, const char *, size_t);
 static void	shim_login(struct shim_conn *, const struct shim_route *,
 		    const char *, size_t);
 
@@ -271,7 +272,7 @@ void
 shim_proxy_rewrite(const struct shim_route *r, const char *h, size_t n,
     struct buf *up)
 {
-	const char	*nl, *line, *t, *rest;
+	const char	*nl, *line, *t = NULL, *rest;
 	size_t		 len, tn;
 	bool		 drop = false;
 
@@ -282,8 +283,6 @@ shim_proxy_rewrite(const struct shim_route *r, const char *h, size_t n,
 		if (*rest != '/')
 			(void)buf_add(up, "/", 1);
 		(void)buf_add(up, rest, nl + 1 - rest);
-		(void)buf_printf(up, "X-Forwarded-Prefix: %.*s\r\n",
-		    (int)r->prefix, t);
 	} else
 		(void)buf_add(up, h, nl + 1 - h);
 	for (line = nl + 1; line < h + n; line = nl + 1) {
@@ -294,6 +293,14 @@ shim_proxy_rewrite(const struct shim_route *r, const char *h, size_t n,
 				(void)buf_add(up, line, len);
 			continue;
 		}
+		/*
+		 * The prefix goes last, before the empty line: where the
+		 * request line ends is the parser's to say (it takes a lone
+		 * LF in odd places), where the head ends is not in doubt.
+		 */
+		if (nl + 1 == h + n && t != NULL)
+			(void)buf_printf(up, "X-Forwarded-Prefix: %.*s\r\n",
+			    (int)r->prefix, t);
 		drop = false;
 		if (r->prefix > 0 && len > 19 &&
 		    strncasecmp(line, "x-forwarded-prefix:", 19) == 0)
@@ -421,6 +428,27 @@ shim_qtoken_ok(const struct shim_config *cfg, const char *v, size_t n)
 }
 
 /*
+ * Target bytes p[0, n) into a Location value: what the parser let into
+ * a target but a header value may not hold (controls, DEL, non-ASCII)
+ * percent-encoded.
+ */
+static void
+shim_location(struct buf *b, const char *p, size_t n)
+{
+	static const char	hex[] = "0123456789ABCDEF";
+	unsigned char		c;
+	size_t			i;
+
+	for (i = 0; i < n; i++) {
+		c = (unsigned char)p[i];
+		if (c > 0x20 && c < 0x7f)
+			(void)buf_add(b, p + i, 1);
+		else
+			(void)buf_printf(b, "%%%c%c", hex[c >> 4], hex[c & 15]);
+	}
+}
+
+/*
  * The token was in the query: 302 to the same URL without it, with the
  * cookie set for the port (its path form's prefix, or the whole preview
  * host).  Secure when the client reached a TLS front (X-Forwarded-Proto).
@@ -444,7 +472,7 @@ shim_login(struct shim_conn *c, const struct shim_route *r, const char *h,
 	if ((end = memchr(q, '#', t + tn - q)) == NULL)
 		end = t + tn;
 	(void)buf_addstr(&b, "Location: ");
-	(void)buf_add(&b, t, q - t);
+	shim_location(&b, t, q - t);
 	for (seg = q + 1; seg < end; seg = amp + 1) {
 		if ((amp = memchr(seg, '&', end - seg)) == NULL)
 			amp = end;
@@ -452,10 +480,10 @@ shim_login(struct shim_conn *c, const struct shim_route *r, const char *h,
 		    memcmp(seg, key, sizeof(key) - 1) == 0))
 			continue;
 		(void)buf_add(&b, first ? "?" : "&", 1);
-		(void)buf_add(&b, seg, amp - seg);
+		shim_location(&b, seg, amp - seg);
 		first = false;
 	}
-	(void)buf_add(&b, end, t + tn - end);
+	shim_location(&b, end, t + tn - end);
 	(void)buf_printf(&b, "\r\nSet-Cookie: " SHIM_COOKIE "=%s; Path=%.*s; "
 	    "HttpOnly; SameSite=Lax%s\r\nCache-Control: no-store\r\n"
 	    "Referrer-Policy: no-referrer\r\n", cookie,

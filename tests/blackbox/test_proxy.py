@@ -331,6 +331,22 @@ class TestProxyForms(ProxyCase):
             else:
                 self.assertEqual(json.loads(body)["path"], want)
         c.close()
+        # A request for another target refused there: its answer comes
+        # once the old target has ended, not never.
+        for first, then, status in (("/v1/ports/%d/proxy/a" % port, "/v1/health", 401),
+                                    ("/v1/health", "/v1/ports/%d/proxy/a" % port, 401),
+                                    ("/v1/ports/%d/proxy/a" % port, "/v1/ports/%d/proxy/b" % port, 401),
+                                    ("/v1/health", "/v1/ports/%d/proxy/" % self.shim.port, 403)):
+            c = self.conn(timeout=5)
+            c.request("GET", first, headers=auth)
+            r = c.getresponse()
+            r.read()
+            self.assertEqual(r.status, 200)
+            c.request("GET", then, headers=auth if status == 403 else {})
+            r = c.getresponse()
+            r.read()
+            self.assertEqual(r.status, status, (first, then))
+            c.close()
 
     def test_large_download_byte_exact(self):
         www = os.path.join(self.a.tmp, "big")

@@ -648,8 +648,8 @@ START_TEST(proxy_rewrite)
 	    "Host: h\r\nX-Forwarded-Prefix: /evil\r\n  folded\r\n"
 	    "Cookie: a=1; tend_proxy=abc;b=2\r\nCookie: tend_proxy=x\r\n\r\n",
 	    "GET /a/b?c=1 HTTP/1.1\r\n"
-	    "X-Forwarded-Prefix: /v1/ports/3000/proxy\r\n"
-	    "Host: h\r\nCookie: a=1; b=2\r\n\r\n");
+	    "Host: h\r\nCookie: a=1; b=2\r\n"
+	    "X-Forwarded-Prefix: /v1/ports/3000/proxy\r\n\r\n");
 	rewrite(&path, "GET /v1/ports/3000/proxy HTTP/1.1\r\n\r\n",
 	    "GET / HTTP/1.1\r\nX-Forwarded-Prefix: /v1/ports/3000/proxy\r\n"
 	    "\r\n");
