@@ -79,7 +79,7 @@ DEPS_api_output	:= api buf codec follow http job logstore proc proctab record
 DEPS_api_exec	:= api api_output buf codec http job logstore proc
 DEPS_api_health	:= api buf cgroup codec http log proctab shimctl term
 DEPS_api_freeze	:= api cgroup child http job log proc proctab record
-DEPS_shim	:= buf log shimhead
+DEPS_shim	:= buf codec log shimhead
 DEPS_shimhead	:= buf chunked codec
 DEPS_shimctl	:= events log spawn
 DEPS_term	:= boot codec exitstatus job log logstore pty record spawn
@@ -124,6 +124,7 @@ PARTS_job	:= job_cg
 PARTS_cgroup	:= cgroup_rec
 PARTS_spawn	:= spawn_clone
 PARTS_proc	:= proc_restart
+PARTS_shim	:= shim_accept shim_proxy
 # What a suite's own test code uses beyond its module: test helpers, or
 # the modules a contract is checked through (files' confinement, through
 # every operation on its paths; watch's view of tend's own uploads).

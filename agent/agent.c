@@ -127,6 +127,8 @@ static struct agent_opts {
 	const char	*shim_listen;
 	const char	*shim_token_file;
 	const char	*shim_user;
+	const char	*proxy_ports;
+	const char	*proxy_host_suffix;
 	const char	*envd_user;	/* NULL: root */
 	const char	*cgroup_root;	/* NULL: the agent's own cgroup */
 	int		 no_cgroups;
@@ -217,6 +219,10 @@ static const struct opt agent_opts[] = {
 	{ "shim-user", 0, "U", OPT_STR, AGENT_OFF(shim_user), .help =
 	    "its user (nobody); without --socket-group the\n"
 	    "socket takes U's group" },
+	{ "proxy-ports", 0, "LIST", OPT_STR, AGENT_OFF(proxy_ports), .help =
+	    "its proxy's ports: 3000,8000-9000, all, none (all)" },
+	{ "proxy-host-suffix", 0, "S", OPT_STR, AGENT_OFF(proxy_host_suffix),
+	    .help = "its proxy's preview hosts PORT.S too" },
 	{ "default-user", 0, "USER", OPT_FUNC, .set = agent_opt_default_user,
 	    .help = "processes run as USER (name, uid or uid:gid)\n"
 	    "when a request names none (root)" },
@@ -429,6 +435,7 @@ agent_options(int argc, char **argv)
 static void
 agent_shim_options(void)
 {
+	static struct shim_ports ports;
 	struct sockaddr_storage	ss;
 	socklen_t		len;
 
@@ -439,6 +446,12 @@ agent_shim_options(void)
 	if (shim_parse_addr(opt.shim_listen, &ss, &len) == -1) {
 		fprintf(stderr, "tend agent: --shim-listen: not a numeric "
 		    "ADDR:PORT '%s'\n", opt.shim_listen);
+		exit(2);
+	}
+	if (opt.proxy_ports != NULL &&
+	    shim_ports_parse(&ports, opt.proxy_ports, 0) == -1) {
+		fprintf(stderr, "tend agent: --proxy-ports: not none, all nor a "
+		    "list of ports and ranges '%s'\n", opt.proxy_ports);
 		exit(2);
 	}
 	if (opt.shim_token_file == NULL ||
@@ -513,6 +526,8 @@ agent_shim_start(void)
 	o.socket = opt.socket;
 	o.token_file = opt.shim_token_file;
 	o.user = opt.shim_user;
+	o.proxy_ports = opt.proxy_ports;
+	o.proxy_host_suffix = opt.proxy_host_suffix;
 	o.socket_gid = gid;
 	shimctl_start(loop, &o);
 }
