@@ -32,6 +32,7 @@
 #include "api/api_freeze.h"
 #include "api/api_health.h"
 #include "api/api_output.h"
+#include "api/api_ports.h"
 #include "api/api_proc.h"
 #include "api/api_tar.h"
 #include "api/api_term.h"
@@ -54,6 +55,7 @@
 #include "core/events.h"
 #include "core/events_jobs.h"
 #include "core/handover.h"
+#include "core/portwatch.h"
 #include "core/proc.h"
 #include "core/shimctl.h"
 #include "core/term.h"
@@ -74,6 +76,7 @@ static const struct http_route *const agent_routes[] = {
 	api_health_routes,
 	api_freeze_routes,
 	api_proc_routes,
+	api_ports_routes,
 	api_output_routes,
 	api_events_routes,
 	api_exec_routes,
@@ -127,6 +130,8 @@ static struct agent_opts {
 	const char	*shim_listen;
 	const char	*shim_token_file;
 	const char	*shim_user;
+	const char	*proxy_ports;
+	const char	*proxy_host_suffix;
 	const char	*envd_user;	/* NULL: root */
 	const char	*cgroup_root;	/* NULL: the agent's own cgroup */
 	int		 no_cgroups;
@@ -231,6 +236,10 @@ static const struct opt agent_opts[] = {
 	{ "shim-user", 0, "U", OPT_STR, AGENT_OFF(shim_user), .help =
 	    "its user (nobody); without --socket-group the\n"
 	    "socket takes U's group" },
+	{ "proxy-ports", 0, "LIST", OPT_STR, AGENT_OFF(proxy_ports), .help =
+	    "its proxy's ports: 3000,8000-9000, all, none (all)" },
+	{ "proxy-host-suffix", 0, "S", OPT_STR, AGENT_OFF(proxy_host_suffix),
+	    .help = "its proxy's preview hosts PORT.S too" },
 	{ "default-user", 0, "USER", OPT_FUNC, .set = agent_opt_default_user,
 	    .help = "processes run as USER (name, uid or uid:gid)\n"
 	    "when a request names none (root)" },
@@ -443,6 +452,7 @@ agent_options(int argc, char **argv)
 static void
 agent_shim_options(void)
 {
+	static struct shim_ports ports;
 	struct sockaddr_storage	ss;
 	socklen_t		len;
 
@@ -453,6 +463,12 @@ agent_shim_options(void)
 	if (shim_parse_addr(opt.shim_listen, &ss, &len) == -1) {
 		fprintf(stderr, "tend agent: --shim-listen: not a numeric "
 		    "ADDR:PORT '%s'\n", opt.shim_listen);
+		exit(2);
+	}
+	if (opt.proxy_ports != NULL &&
+	    shim_ports_parse(&ports, opt.proxy_ports, 0) == -1) {
+		fprintf(stderr, "tend agent: --proxy-ports: not none, all nor a "
+		    "list of ports and ranges '%s'\n", opt.proxy_ports);
 		exit(2);
 	}
 	if (opt.shim_token_file == NULL ||
@@ -527,6 +543,8 @@ agent_shim_start(const cJSON *handed)
 	o.socket = opt.socket;
 	o.token_file = opt.shim_token_file;
 	o.user = opt.shim_user;
+	o.proxy_ports = opt.proxy_ports;
+	o.proxy_host_suffix = opt.proxy_host_suffix;
 	o.socket_gid = gid;
 	/* The agent before this one ran it: the same shim serves on. */
 	if (handed != NULL)
@@ -630,6 +648,11 @@ agent_main(int argc, char **argv)
 	    &tab.limits) == -1)
 		fatal("event=termtab_failed");
 	agent_events_start(statefd, boot, handed);
+	/*
+	 * Ports: what listens now is the baseline, those of the processes
+	 * handed over included.
+	 */
+	portwatch_init(loop, &tab.jobs, &terms.jobs);
 	if (handed != NULL) {
 		/* Before the reap loop: every exit goes to its record. */
 		memset(&h, 0, sizeof(h));
@@ -692,6 +715,7 @@ agent_main(int argc, char **argv)
 	ev_run(loop, 0);
 
 out:
+	portwatch_stop();
 	termtab_finalize(&terms);
 	termtab_free(&terms);
 	envd_free(&envd);

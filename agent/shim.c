@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <netinet/in.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -45,7 +47,12 @@ static struct shim_opts {
 	int		 debug_seccomp;
 	int		 max_conns;
 	int		 verbose;
+	const char	*proxy_ports;
+	const char	*proxy_host_suffix;
 } opt;
+
+/* The ports the proxy reaches (--proxy-ports). */
+static struct shim_ports	proxy_ports;
 
 static char	token[SHIM_TOKEN_MAX + 1];
 static size_t	token_len;
@@ -82,6 +89,11 @@ static const struct opt shim_opts[] = {
 	{ "socket-group", 0, "G", OPT_STR, SHIM_OFF(group), .help =
 	    "keep group G to reach the socket (default: the\n"
 	    "socket's own group when it is group-writable)" },
+	{ "proxy-ports", 0, "LIST", OPT_STR, SHIM_OFF(proxy_ports), .help =
+	    "ports the proxy reaches: 3000,8000-9000, all or\n"
+	    "none (all: every port but --listen's)" },
+	{ "proxy-host-suffix", 0, "S", OPT_STR, SHIM_OFF(proxy_host_suffix),
+	    .help = "preview hosts PORT.S too (PORT-x.any always)" },
 	{ "max-conns", 0, "N", OPT_INT, SHIM_OFF(max_conns), 1, 100000,
 	    .help = "client connections at most (512)" },
 	{ "debug-seccomp", 0, NULL, OPT_FLAG, SHIM_OFF(debug_seccomp),
@@ -103,6 +115,15 @@ shim_usage(FILE *f)
 "forward each request without it to the agent's unix socket, streaming\n"
 "the reply back.  A WebSocket upgrade may carry the token in its query\n"
 "instead (?authorization=Bearer%%20<token>), removed before forwarding.\n"
+"\n"
+"proxy: a request for /v1/ports/PORT/proxy/REST, or with a preview Host\n"
+"(PORT-anything.DOMAIN, or PORT.SUFFIX with --proxy-host-suffix), goes\n"
+"after the same check to 127.0.0.1:PORT (else [::1]:PORT) inside the\n"
+"container, the shim connecting itself: /REST with X-Forwarded-Prefix,\n"
+"or the path unchanged.  A browser sends the token once as\n"
+"?tend_token=<token>: the answer is a 302 to the URL without it and a\n"
+"cookie for that port.  502 port_closed when nothing listens, 403\n"
+"port_forbidden outside --proxy-ports.\n"
 "\n"
 "limits: a connection's first request head must be whole within %g s;\n"
 "until a request carried the token, a connection is unauthenticated,\n"
@@ -286,6 +307,14 @@ shim_main(int argc, char **argv)
 		    "'%s'\n", opt.listen);
 		exit(2);
 	}
+	if (shim_ports_parse(&proxy_ports, opt.proxy_ports,
+	    ntohs(ss.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&ss)->sin6_port :
+	    ((struct sockaddr_in *)&ss)->sin_port)) == -1) {
+		fprintf(stderr, "tend shim: --proxy-ports: not none, all nor a "
+		    "list of ports and ranges '%s'\n", opt.proxy_ports);
+		exit(2);
+	}
 	if ((fd = shim_bind(&ss, sslen)) == -1)
 		fatal("event=listen_failed listen=%s", opt.listen);
 
@@ -300,13 +329,20 @@ shim_main(int argc, char **argv)
 	cfg.token = opt.no_auth ? NULL : token;
 	cfg.token_len = token_len;
 	cfg.maxconns = opt.max_conns;
+	if (opt.proxy_ports == NULL || strcmp(opt.proxy_ports, "none") != 0)
+		cfg.ports = &proxy_ports;
+	cfg.host_suffix = opt.proxy_host_suffix;
+	cfg.self_port = ntohs(ss.ss_family == AF_INET6 ?
+	    ((struct sockaddr_in6 *)&ss)->sin6_port :
+	    ((struct sockaddr_in *)&ss)->sin_port);
 	if ((s = shim_new(loop, fd, &cfg)) == NULL)
 		fatal("event=shim_failed");
 
 	shim_drop();
-	log_info("event=ready pid=%d listen=%s socket=%s uid=%d auth=%s",
-	    (int)getpid(), opt.listen, opt.socket, (int)getuid(),
-	    opt.no_auth ? "none" : "bearer");
+	log_info("event=ready pid=%d listen=%s socket=%s uid=%d auth=%s "
+	    "proxy=%s", (int)getpid(), opt.listen, opt.socket, (int)getuid(),
+	    opt.no_auth ? "none" : "bearer", opt.proxy_ports != NULL ?
+	    opt.proxy_ports : "all");
 	shim_seccomp();
 	if (opt.debug_seccomp)
 		(void)syscall(SYS_getppid);	/* not on the list: SIGSYS */

@@ -57,13 +57,24 @@ static void
 shimctl_spawn(void)
 {
 	struct spawn_opts	 so;
-	char *const		 argv[] = { (char *)sc.o.exe, "shim", "--listen",
+	char			*argv[] = { (char *)sc.o.exe, "shim", "--listen",
 				    (char *)sc.o.listen, "--socket",
 				    (char *)sc.o.socket, "--token-file",
 				    (char *)sc.o.token_file, "--user",
 				    (char *)sc.o.user, "--socket-group", sc.gid,
-				    NULL };
+				    NULL, NULL, NULL, NULL, NULL };
 	bool			 failed;
+	int			 n = 12;
+
+	/* The proxy's options, when given: else the shim's defaults. */
+	if (sc.o.proxy_ports != NULL) {
+		argv[n++] = "--proxy-ports";
+		argv[n++] = (char *)sc.o.proxy_ports;
+	}
+	if (sc.o.proxy_host_suffix != NULL) {
+		argv[n++] = "--proxy-host-suffix";
+		argv[n++] = (char *)sc.o.proxy_host_suffix;
+	}
 
 	memset(&so, 0, sizeof(so));
 	so.argv = argv;
@@ -198,6 +209,13 @@ shimctl_health(cJSON *j)
 		cJSON_AddNumberToObject(s, "pid", sc.pid);
 	cJSON_AddNumberToObject(s, "restarts", sc.restarts);
 	cJSON_AddStringToObject(s, "listen", sc.o.listen);
+	cJSON_AddStringToObject(s, "proxyPorts", sc.o.proxy_ports != NULL ?
+	    sc.o.proxy_ports : "all");
+	if (sc.o.proxy_host_suffix != NULL)
+		cJSON_AddStringToObject(s, "proxyHostSuffix",
+		    sc.o.proxy_host_suffix);
+	else
+		cJSON_AddNullToObject(s, "proxyHostSuffix");
 }
 
 /* ------------------------------------------------------------------ */

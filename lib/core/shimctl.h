@@ -19,6 +19,8 @@ struct shimctl_opts {
 	const char	*socket;
 	const char	*token_file;
 	const char	*user;
+	const char	*proxy_ports;	/* NULL: the shim's default (all) */
+	const char	*proxy_host_suffix;	/* NULL: none */
 	gid_t		 socket_gid;	/* the group the shim keeps */
 };
 
@@ -32,7 +34,10 @@ void	shimctl_kill(void);
 bool	shimctl_alive(void);
 /* The running shim's pid; -1: none. */
 pid_t	shimctl_pid(void);
-/* "shim":{state, pid, restarts, listen} into a health object, if any. */
+/*
+ * "shim":{state, pid, restarts, listen, proxyPorts, proxyHostSuffix}
+ * into a health object, if any.
+ */
 void	shimctl_health(cJSON *);
 
 /*

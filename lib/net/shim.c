@@ -41,81 +41,29 @@
 #include "base/tunables.h"
 #include "base/util.h"
 #include "shim.h"
+#include "shim_int.h"
 #include "shimhead.h"
 
-enum shim_mode {
-	SHIM_HEAD,	/* collecting a request head in `in` */
-	SHIM_BODY,	/* forwarding a request body up to its end */
-	SHIM_UPGRADE,	/* an upgrade forwarded: waiting for the agent's answer */
-	SHIM_SPLICE,	/* after a 101: raw bytes both ways */
-	SHIM_DENY,	/* a request refused: the agent's replies drain, then 401 */
-	SHIM_CLOSING,	/* nothing more is read from the client; down drains */
-};
-
-struct shim_conn {
-	struct shim		*shim;
-	struct shim_conn	*next, *prev;
-	int			 cfd, afd;	/* client, agent (-1: none yet) */
-	struct sockaddr_storage	 peer;		/* the client's address */
-	bool			 authed;	/* a request with the token seen */
-	ev_io			 crd, cwr, ard, awr;
-	ev_timer		 timer;		/* a head taking too long */
-	enum shim_mode		 mode;
-	struct shimhead		 req;		/* the request in progress */
-	bool			 c_eof, a_eof;	/* that side sends no more */
-	bool			 a_shut;	/* shutdown(afd, SHUT_WR) done */
-	/* SHIM_DENY: the shim's own answer, once the agent's are out. */
-	int			 rstatus;
-	const char		*rcode, *rmsg, *rextra;
-	bool			 rhead;		/* the refused request is HEAD */
-	struct buf		 in, up, down;	/* fixed sizes: never grown */
-	/*
-	 * The agent's bytes moved by the kernel, never copied: a pipe,
-	 * made at need.  Its slots may fill before its bytes do (a slot
-	 * holds what one write gave, a chunk's size line too): a refusal
-	 * with bytes in it stops the reading until some went out.
-	 */
-	int			 pr, pw;	/* -1: none (yet) */
-	size_t			 plen, pcap;	/* bytes in it, its size */
-	bool			 pfull;		/* it refused more */
-	bool			 nopipe;	/* none can be used: `down` */
-};
-
-struct shim {
-	struct ev_loop		*loop;
-	int			 fd;
-	ev_io			 accept;
-	ev_timer		 backoff;
-	struct shim_config	 cfg;
-	struct shim_conn	*conns;		/* the newest first */
-	int			 nconns;
-	int			 npending;	/* of them, not authed yet */
-};
-
-static void	shim_accept_cb(struct ev_loop *, ev_io *, int);
-static void	shim_backoff_cb(struct ev_loop *, ev_timer *, int);
-static void	shim_conn_new(struct shim *, int,
-		    const struct sockaddr_storage *);
-static void	shim_conn_free(struct shim_conn *);
 static void	shim_conn_update(struct shim_conn *);
 static void	shim_process(struct shim_conn *);
 static int	shim_head(struct shim_conn *, size_t);
 static void	shim_too_large(struct shim_conn *);
-static void	shim_refuse(struct shim_conn *, int, const char *,
-		    const char *, const char *);
 static void	shim_reply(struct shim_conn *);
 static void	shim_crd_cb(struct ev_loop *, ev_io *, int);
 static void	shim_cwr_cb(struct ev_loop *, ev_io *, int);
 static void	shim_ard_cb(struct ev_loop *, ev_io *, int);
 static void	shim_awr_cb(struct ev_loop *, ev_io *, int);
 static void	shim_timer_cb(struct ev_loop *, ev_timer *, int);
+static void	shim_upstream_close(struct shim_conn *);
+static void	shim_unavailable(struct shim_conn *);
+static int	shim_awr_connected(struct shim_conn *);
 
 /*
  * Room at the end of b, moving what is left to the front when that
  * helps: asking buf for no more than its capacity lacks moves the bytes
  * and never grows it.
  */
-static size_t
+size_t
 shim_room(struct buf *b)
 {
 	if (b->off > 0 && b->cap - b->len < b->cap / 2)
@@ -147,7 +95,7 @@ shim_add(struct buf *b, const void *p, size_t n)
 }
 
 /* A buffer of a fixed size n: allocated whole, never grown. */
-static int
+int
 shim_buf_init(struct buf *b, size_t n)
 {
 	if ((b->data = malloc(n)) == NULL)
@@ -158,217 +106,9 @@ shim_buf_init(struct buf *b, size_t n)
 }
 
 /* ------------------------------------------------------------------ */
-/* Addresses and the listener                                          */
-
-int
-shim_parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len)
-{
-	struct sockaddr_in	*in4 = (struct sockaddr_in *)ss;
-	struct sockaddr_in6	*in6 = (struct sockaddr_in6 *)ss;
-	char			 host[INET6_ADDRSTRLEN + 2], *end;
-	const char		*colon;
-	unsigned long		 port;
-	size_t			 n;
-
-	memset(ss, 0, sizeof(*ss));
-	if ((colon = strrchr(s, ':')) == NULL || colon == s)
-		goto bad;
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || end == colon + 1 || port > 65535)
-		goto bad;
-	n = colon - s;
-	if (s[0] == '[') {
-		if (n < 3 || s[n - 1] != ']' || n - 2 >= sizeof(host))
-			goto bad;
-		memcpy(host, s + 1, n - 2);
-		host[n - 2] = '\0';
-		if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
-			goto bad;
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons(port);
-		*len = sizeof(*in6);
-		return 0;
-	}
-	if (n >= sizeof(host))
-		goto bad;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	if (inet_pton(AF_INET, host, &in4->sin_addr) != 1)
-		goto bad;
-	in4->sin_family = AF_INET;
-	in4->sin_port = htons(port);
-	*len = sizeof(*in4);
-	return 0;
-bad:
-	errno = EINVAL;
-	return -1;
-}
-
-int
-shim_bind(const struct sockaddr_storage *ss, socklen_t len)
-{
-	int	fd, on = 1, saved;
-
-	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	    0);
-	if (fd == -1)
-		return -1;
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on));
-	if (ss->ss_family == AF_INET6)
-		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &on,
-		    sizeof(on));
-	if (bind(fd, (const struct sockaddr *)ss, len) == -1 ||
-	    listen(fd, HTTP_BACKLOG) == -1) {
-		saved = errno;
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	return fd;
-}
-
-struct shim *
-shim_new(struct ev_loop *loop, int fd, const struct shim_config *cfg)
-{
-	struct shim	*s;
-
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		return NULL;
-	s->loop = loop;
-	s->fd = fd;
-	s->cfg = *cfg;
-	ev_io_init(&s->accept, shim_accept_cb, fd, EV_READ);
-	ev_io_start(loop, &s->accept);
-	ev_timer_init(&s->backoff, shim_backoff_cb, HTTP_ACCEPT_BACKOFF, 0.);
-	return s;
-}
-
-int
-shim_nconns(const struct shim *s)
-{
-	return s->nconns;
-}
-
-void
-shim_free(struct shim *s)
-{
-	if (s == NULL)
-		return;
-	while (s->conns != NULL)
-		shim_conn_free(s->conns);
-	ev_io_stop(s->loop, &s->accept);
-	ev_timer_stop(s->loop, &s->backoff);
-	close(s->fd);
-	free(s);
-}
-
-static bool
-shim_same_peer(const struct sockaddr_storage *a,
-    const struct sockaddr_storage *b)
-{
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return memcmp(&((const struct sockaddr_in *)a)->sin_addr,
-		    &((const struct sockaddr_in *)b)->sin_addr,
-		    sizeof(struct in_addr)) == 0;
-	if (a->ss_family == AF_INET6)
-		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-		    &((const struct sockaddr_in6 *)b)->sin6_addr,
-		    sizeof(struct in6_addr)) == 0;
-	return false;
-}
-
-/*
- * Room for a new client from peer.  Connections with no authorised
- * request yet are the ones that give way: the oldest of the peer's own
- * when it has SHIM_PEER_PENDING of them, else the oldest of all when
- * they hold their share of the cap or the cap is reached.  So a client
- * that sends its token at once always finds a slot unless authorised
- * connections fill them all, and one address cannot crowd out others.
- * false: every slot is authorised, the new one is refused.
- */
-static bool
-shim_make_room(struct shim *s, const struct sockaddr_storage *peer)
-{
-	struct shim_conn	*c, *oldest = NULL, *mine = NULL;
-	int			 n = 0;
-
-	for (c = s->conns; c != NULL; c = c->next) {
-		if (c->authed)
-			continue;
-		oldest = c;
-		if (shim_same_peer(&c->peer, peer)) {
-			mine = c;
-			n++;
-		}
-	}
-	if (n >= SHIM_PEER_PENDING)
-		oldest = mine;
-	else if (s->npending < s->cfg.maxconns / SHIM_PENDING_SHARE &&
-	    s->nconns < s->cfg.maxconns)
-		return true;
-	if (oldest == NULL)
-		return false;
-	log_debug("event=pending_evicted fd=%d", oldest->cfd);
-	shim_conn_free(oldest);
-	return true;
-}
-
-static void
-shim_accept_cb(struct ev_loop *loop, ev_io *w, int revents)
-{
-	struct shim		*s = container_of(w, struct shim, accept);
-	struct sockaddr_storage	 peer;
-	socklen_t		 plen;
-	int			 fd, on = 1, n;
-
-	(void)revents;
-	/*
-	 * A few at a time: the heads already sent on those accepted are
-	 * read (and authorise them) before more arrive that would make
-	 * them give way.  The listener is level-triggered: the rest wait
-	 * for the next turn.
-	 */
-	for (n = 0; n < SHIM_ACCEPT_BATCH; n++) {
-		plen = sizeof(peer);
-		memset(&peer, 0, sizeof(peer));
-		fd = accept4(s->fd, (struct sockaddr *)&peer, &plen,
-		    SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd == -1) {
-			if (errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM) {
-				/* Level-triggered: pause or we would spin. */
-				log_warn("event=accept_failed");
-				ev_io_stop(loop, &s->accept);
-				ev_timer_start(loop, &s->backoff);
-			}
-			return;
-		}
-		if (!shim_make_room(s, &peer)) {
-			close(fd);
-			continue;
-		}
-		/* SSE events and small replies must not wait for Nagle. */
-		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof(on));
-		shim_conn_new(s, fd, &peer);
-	}
-}
-
-static void
-shim_backoff_cb(struct ev_loop *loop, ev_timer *w, int revents)
-{
-	struct shim	*s = container_of(w, struct shim, backoff);
-
-	(void)revents;
-	ev_io_start(loop, &s->accept);
-}
-
-/* ------------------------------------------------------------------ */
 /* Connections                                                         */
 
-static void
+void
 shim_conn_new(struct shim *s, int fd, const struct sockaddr_storage *peer)
 {
 	struct shim_conn	*c;
@@ -407,7 +147,7 @@ shim_conn_new(struct shim *s, int fd, const struct sockaddr_storage *peer)
 	shim_conn_update(c);
 }
 
-static void
+void
 shim_conn_free(struct shim_conn *c)
 {
 	struct shim	*s = c->shim;
@@ -437,6 +177,7 @@ shim_conn_free(struct shim_conn *c)
 	buf_free(&c->in);
 	buf_free(&c->up);
 	buf_free(&c->down);
+	free(c->rfree);
 	free(c);
 }
 
@@ -474,7 +215,9 @@ shim_pipe_ok(struct shim_conn *c)
 		c->nopipe = true;
 		return false;
 	}
-	n = fcntl(fds[1], F_SETPIPE_SZ, SHIM_BUF);
+	/* A port's download is the proxy's bulk: a larger pipe, fewer turns. */
+	n = fcntl(fds[1], F_SETPIPE_SZ, c->target != 0 ? SHIM_PROXY_PIPE :
+	    SHIM_BUF);
 	if (n == -1)
 		n = fcntl(fds[1], F_GETPIPE_SZ);
 	if (n <= 0) {
@@ -508,6 +251,14 @@ shim_conn_update(struct shim_conn *c)
 {
 	bool	reading;
 
+	/*
+	 * The old target said all it had: the held head goes to the new
+	 * (or is refused: then its answer is due at once, below).
+	 */
+	if (c->switching && c->a_eof && shim_down_len(c) == 0) {
+		shim_upstream_close(c);
+		shim_process(c);
+	}
 	if (c->mode == SHIM_DENY && c->a_eof && shim_down_len(c) == 0)
 		shim_reply(c);
 	if (shim_down_len(c) == 0 && c->mode != SHIM_DENY &&
@@ -515,7 +266,8 @@ shim_conn_update(struct shim_conn *c)
 	    c->mode == SHIM_CLOSING))))
 		goto gone;
 	/* The client's half-close travels on once its bytes did. */
-	if (c->afd != -1 && (c->c_eof || c->mode == SHIM_DENY) &&
+	if (c->afd != -1 && (c->c_eof || c->mode == SHIM_DENY ||
+	    c->switching) &&
 	    buf_avail(&c->up) == 0 && !c->a_shut) {
 		(void)shutdown(c->afd, SHUT_WR);
 		c->a_shut = true;
@@ -536,7 +288,7 @@ shim_conn_update(struct shim_conn *c)
 	shim_io_set(c, &c->crd, reading);
 	shim_io_set(c, &c->cwr, shim_down_len(c) > 0);
 	if (c->afd != -1) {
-		shim_io_set(c, &c->ard, !c->a_eof &&
+		shim_io_set(c, &c->ard, !c->a_eof && !c->connecting &&
 		    (shim_to_pipe(c) && c->pr != -1 ?
 		    !c->pfull && c->plen < c->pcap :
 		    shim_room(&c->down) > 0));
@@ -557,6 +309,8 @@ shim_connect(struct shim_conn *c)
 	struct sockaddr_un	sun;
 	int			fd, saved;
 
+	if (c->target != 0)
+		return shim_proxy_connect(c, false);
 	memset(&sun, 0, sizeof(sun));
 	sun.sun_family = AF_UNIX;
 	if (strlen(c->shim->cfg.socket) >= sizeof(sun.sun_path)) {
@@ -580,11 +334,34 @@ shim_connect(struct shim_conn *c)
 }
 
 /*
+ * The upstream closed, to open another (a proxied connection's next
+ * target, or [::1] after 127.0.0.1 refused): its watchers were set up
+ * for the old fd.
+ */
+static void
+shim_upstream_close(struct shim_conn *c)
+{
+	ev_io_stop(c->shim->loop, &c->ard);
+	ev_io_stop(c->shim->loop, &c->awr);
+	close(c->afd);
+	c->afd = -1;
+	c->a_eof = c->a_shut = c->switching = c->connecting = false;
+}
+
+void
+shim_watch_upstream(struct shim_conn *c, int fd)
+{
+	c->afd = fd;
+	ev_io_init(&c->ard, shim_ard_cb, fd, EV_READ);
+	ev_io_init(&c->awr, shim_awr_cb, fd, EV_WRITE);
+}
+
+/*
  * The shim answers a request itself (401, 502, a bad head), and that is
  * the connection's last answer.  Replies of the agent to earlier requests
  * come first: the agent's side is shut, its bytes drain, then this.
  */
-static void
+void
 shim_refuse(struct shim_conn *c, int status, const char *code,
     const char *msg, const char *extra)
 {
@@ -597,27 +374,38 @@ shim_refuse(struct shim_conn *c, int status, const char *code,
 	buf_reset(&c->in);
 	if (c->afd == -1)
 		c->a_eof = true;
+	else if (c->target != 0)
+		ev_timer_again(c->shim->loop, &c->timer);	/* see the cb */
 }
 
 static void
 shim_reply(struct shim_conn *c)
 {
-	char	body[256], head[512];
-	int	bn, hn;
+	const char	*extra = c->rextra != NULL ? c->rextra : "";
+	char		 body[256], head[512];
+	int		 bn, hn;
 
-	bn = snprintf(body, sizeof(body), "{\"error\":\"%s\",\"code\":\"%s\"}",
-	    c->rmsg, c->rcode);
+	/* A redirect (the proxy's login) has no code: no body either. */
+	bn = c->rcode == NULL ? 0 : snprintf(body, sizeof(body),
+	    "{\"error\":\"%s\",\"code\":\"%s\"}", c->rmsg, c->rcode);
 	hn = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
 	    "Content-Type: application/json\r\nContent-Length: %d\r\n"
-	    "%sConnection: close\r\n\r\n", c->rstatus,
+	    "Connection: close\r\n", c->rstatus,
 	    c->rstatus == 401 ? "Unauthorized" :
 	    c->rstatus == 502 ? "Bad Gateway" :
 	    c->rstatus == 431 ? "Request Header Fields Too Large" :
-	    "Bad Request", bn, c->rextra != NULL ? c->rextra : "");
-	(void)shim_add(&c->down, head, hn);
-	/* A reply to HEAD has the head only (its length says the body's). */
-	if (!c->rhead)
-		(void)shim_add(&c->down, body, bn);
+	    c->rstatus == 403 ? "Forbidden" :
+	    c->rstatus == 302 ? "Found" :
+	    "Bad Request", bn);
+	/* The extra lines (a redirect's) may be longer than head holds. */
+	if (shim_room(&c->down) >= (size_t)hn + strlen(extra) + 2 + bn) {
+		(void)shim_add(&c->down, head, hn);
+		(void)shim_add(&c->down, extra, strlen(extra));
+		(void)shim_add(&c->down, "\r\n", 2);
+		/* A reply to HEAD has the head only (its length says the body's). */
+		if (!c->rhead)
+			(void)shim_add(&c->down, body, bn);
+	}
 	c->mode = SHIM_CLOSING;
 }
 
@@ -633,12 +421,28 @@ static int
 shim_head(struct shim_conn *c, size_t n)
 {
 	const struct shim_config *cfg = &c->shim->cfg;
+	struct shim_route r;
+	enum shimhead_verdict v;
 	size_t		 k = buf_avail(&c->up);
 
-	if (shim_room(&c->up) < n)
+	shim_route(cfg, buf_head(&c->in), n, &r);
+	/*
+	 * A connection's upstream is one target at a time: a request for
+	 * another waits until the old one has answered and closed (its
+	 * write side shut: it ends once its replies are out).
+	 */
+	if (c->afd != -1 && r.port != c->target) {
+		c->switching = true;
 		return -1;
-	switch (shimhead_check(&c->req, cfg->token, cfg->token_len,
-	    buf_head(&c->in), n, &c->up)) {
+	}
+	if (shim_room(&c->up) < n + (r.port != 0 ? SHIM_PROXY_EXTRA : 0))
+		return -1;
+	if (r.port != 0)
+		v = shim_proxy_head(c, &r, n);
+	else
+		v = shimhead_check(&c->req, cfg->token, cfg->token_len,
+		    buf_head(&c->in), n, &c->up);
+	switch (v) {
 	case SHIMHEAD_FORWARD:
 		break;
 	case SHIMHEAD_MALFORMED:
@@ -650,6 +454,8 @@ shim_head(struct shim_conn *c, size_t n)
 		    "unsupported HTTP version: only HTTP/1.0 and 1.1", NULL);
 		return 0;
 	case SHIMHEAD_DENIED:
+		if (c->mode == SHIM_DENY)
+			return 0;	/* the proxy refused it already */
 		shim_refuse(c, 401, "unauthorized",
 		    "missing or invalid bearer token",
 		    "WWW-Authenticate: Bearer\r\n");
@@ -660,13 +466,13 @@ shim_head(struct shim_conn *c, size_t n)
 		c->authed = true;
 		c->shim->npending--;
 	}
-	if (c->afd == -1 && shim_connect(c) == -1) {
-		c->up.len = c->up.off + k;	/* nothing of it goes up */
-		log_warn("event=agent_unavailable socket=%s",
-		    c->shim->cfg.socket);
-		shim_refuse(c, 502, "agent_unavailable",
-		    "the agent does not answer", NULL);
-		return 0;
+	if (c->afd == -1) {
+		c->target = r.port;
+		if (shim_connect(c) == -1) {
+			c->up.len = c->up.off + k;	/* nothing of it goes up */
+			shim_unavailable(c);
+			return 0;
+		}
 	}
 	if (c->req.upgrade)
 		c->mode = SHIM_UPGRADE;
@@ -677,6 +483,20 @@ shim_head(struct shim_conn *c, size_t n)
 	else
 		ev_timer_stop(c->shim->loop, &c->timer);
 	return 0;
+}
+
+/* The upstream cannot be reached: the request's answer is the shim's. */
+static void
+shim_unavailable(struct shim_conn *c)
+{
+	if (c->target != 0) {
+		shim_refuse(c, 502, "port_closed",
+		    "nothing listens on that port", NULL);
+		return;
+	}
+	log_warn("event=agent_unavailable socket=%s", c->shim->cfg.socket);
+	shim_refuse(c, 502, "agent_unavailable", "the agent does not answer",
+	    NULL);
 }
 
 /* Body bytes at the front of `in`, up to the message's end, go up. */
@@ -771,6 +591,9 @@ shim_crd_cb(struct ev_loop *loop, ev_io *w, int revents)
 	}
 	if (n == 0) {
 		c->c_eof = true;
+		/* A port's server is not trusted to end: the timer counts. */
+		if (c->target != 0)
+			ev_timer_again(c->shim->loop, &c->timer);
 		if (c->mode != SHIM_SPLICE) {
 			/* Nothing more is coming that could use a reply. */
 			if (c->mode == SHIM_HEAD && buf_avail(&c->in) > 0)
@@ -881,6 +704,30 @@ shim_ard_cb(struct ev_loop *loop, ev_io *w, int revents)
 	shim_conn_update(c);
 }
 
+/*
+ * A port's connect ended: 0 connected (the bytes go); else the
+ * connection moved on (127.0.0.1 refused: [::1] is tried; that too: the
+ * request is answered 502), or is still in progress.
+ */
+static int
+shim_awr_connected(struct shim_conn *c)
+{
+	int	r = shim_proxy_connected(c);
+
+	if (r >= 0)
+		return r;
+	shim_upstream_close(c);
+	if (!c->v6 && shim_proxy_connect(c, true) == 0) {
+		shim_conn_update(c);
+		return 1;
+	}
+	/* Nothing of the request can go: what is in `up` is dropped. */
+	buf_reset(&c->up);
+	shim_unavailable(c);
+	shim_conn_update(c);
+	return 1;
+}
+
 static void
 shim_awr_cb(struct ev_loop *loop, ev_io *w, int revents)
 {
@@ -889,6 +736,8 @@ shim_awr_cb(struct ev_loop *loop, ev_io *w, int revents)
 
 	(void)loop;
 	(void)revents;
+	if (c->connecting && shim_awr_connected(c) != 0)
+		return;
 	n = write(c->afd, buf_head(&c->up), buf_avail(&c->up));
 	if (n == -1) {
 		if (errno == EAGAIN || errno == EINTR)
@@ -920,4 +769,12 @@ shim_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 		shim_conn_free(c);
 		return;
 	}
+	/*
+	 * A port's server may never answer nor close: once the client
+	 * said it sends no more, or the shim waits for the server's end to
+	 * send its own answer, the connection has SHIM_PROXY_EOF_WAIT.
+	 */
+	if (c->target != 0 && (c->c_eof || c->mode == SHIM_DENY) &&
+	    ++c->eof_ticks * SHIM_HEAD_TIMEOUT >= SHIM_PROXY_EOF_WAIT)
+		shim_conn_free(c);
 }

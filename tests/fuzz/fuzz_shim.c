@@ -8,10 +8,13 @@
  * rest is what the client sends.  Without sockets: each head the check
  * forwards must be one well-formed head to a fresh parser (the agent's
  * view) with the same framing, and carry no token line; a refused one
- * must add nothing.  Through the shim: it checks each request head's
+ * must add nothing; the same head routed and rewritten as the proxy
+ * would send it to a port must still be one head of that framing, with
+ * no proxy cookie.  Through the shim: it checks each request head's
  * token, removes it and forwards the request; what comes back must be a
  * well-formed sequence of HTTP/1.1 responses (the shim's own 400, 401
- * and 502 included), the shim must never crash, leak or hang, and once
+ * and 502 included, and its proxy's 302 and 403: on, it may reach no
+ * port), the shim must never crash, leak or hang, and once
  * the client is gone both its connections must be closed.
  */
 #include <netinet/in.h>
@@ -39,6 +42,8 @@ static void	fs_echo(struct http_conn *, struct http_req *);
 static void	fs_pure(const uint8_t *, size_t);
 static void	fs_agent_view(const struct shimhead *, const struct buf *);
 static bool	fs_query_token(const char *, const char *);
+static void	fs_proxy_view(const struct shimhead *, const char *, size_t,
+		    const struct buf *);
 
 static const struct http_route fs_routes[] = {
 	{ "GET",	"/health",	fs_health, NULL },
@@ -50,6 +55,7 @@ static const struct http_route fs_routes[] = {
 };
 
 static struct shim		*fs_shim;
+static struct shim_ports	 fs_ports;
 static struct sockaddr_in	 fs_addr;
 
 static void
@@ -165,6 +171,60 @@ leak_query:
 	abort();
 }
 
+/*
+ * The proxy's rewrite of a forwarded head (routed as any port is, the
+ * path form forced when the head has none): one head, same framing, no
+ * proxy cookie left.
+ */
+static void
+fs_proxy_view(const struct shimhead *h, const char *head, size_t n,
+    const struct buf *up)
+{
+	static struct shim_ports	 ports;
+	struct shim_config		 cfg = { 0 };
+	struct shim_route		 r;
+	struct shimhead			 h2;
+	struct buf			 px = { 0 }, again = { 0 };
+	const char			*p, *end, *nl;
+
+	cfg.ports = &ports;
+	cfg.host_suffix = "box.test";
+	cfg.self_port = 8686;
+	shim_route(&cfg, head, n, &r);
+	if (r.port == 0)
+		return;
+	shim_proxy_rewrite(&r, buf_head(up), buf_avail(up), &px);
+	if (buf_avail(&px) > buf_avail(up) + SHIM_PROXY_EXTRA) {
+		fprintf(stderr, "fuzz_shim: proxied head grew too much\n");
+		abort();
+	}
+	if (buf_reserve(&again, buf_avail(&px)) == NULL)
+		abort();
+	if (shimhead_check(&h2, NULL, 0, buf_head(&px), buf_avail(&px),
+	    &again) != SHIMHEAD_FORWARD || h2.done != h->done ||
+	    h2.upgrade != h->upgrade) {
+		fprintf(stderr, "fuzz_shim: proxied head reads otherwise: "
+		    "%.*s\n", (int)buf_avail(&px), buf_head(&px));
+		abort();
+	}
+	p = buf_head(&px);
+	end = p + buf_avail(&px);
+	for (; p < end && (nl = memchr(p, '\n', end - p)) != NULL;
+	    p = nl + 1)
+		/*
+		 * The rewrite writes "Cookie: " and the pairs kept, joined
+		 * with "; " (a pair holds no ';').
+		 */
+		if (strncasecmp(p, "cookie:", 7) == 0 &&
+		    (strncmp(p, "Cookie: tend_proxy=", 19) == 0 ||
+		    memmem(p, nl - p, "; tend_proxy=", 13) != NULL)) {
+			fprintf(stderr, "fuzz_shim: proxy cookie forwarded\n");
+			abort();
+		}
+	buf_free(&again);
+	buf_free(&px);
+}
+
 /* The client's bytes through the head check as shim.c runs it. */
 static void
 fs_pure(const uint8_t *d, size_t n)
@@ -205,6 +265,7 @@ fs_pure(const uint8_t *d, size_t n)
 		if (buf_avail(&up) > e)
 			abort();
 		fs_agent_view(&h, &up);
+		fs_proxy_view(&h, p + off, e, &up);
 		off += e;
 		if (h.upgrade)
 			break;
@@ -239,6 +300,14 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	cfg.token = FUZZ_SHIM_TOKEN;
 	cfg.token_len = strlen(FUZZ_SHIM_TOKEN);
 	cfg.maxconns = 16;
+	/*
+	 * The proxy on, reaching no port: its routing, credentials, login
+	 * and refusals run, and it never connects anywhere.
+	 */
+	if (shim_ports_parse(&fs_ports, "none", 0) == -1)
+		abort();
+	cfg.ports = &fs_ports;
+	cfg.host_suffix = "box.test";
 	if ((fs_shim = shim_new(fuzzsrv_loop, fd, &cfg)) == NULL) {
 		perror("fuzz_shim: shim_new");
 		abort();

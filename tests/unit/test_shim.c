@@ -4,7 +4,8 @@
  * shim's loop: bytes both ways (those sent before the 101 included),
  * backpressure (a side that does not read stops the other), and either
  * side closing closes both.  Also a request forwarded with its token
- * line removed.
+ * line removed, and the proxy's pure parts: --proxy-ports, preview
+ * hosts, routing a head, and the head a port gets.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -510,6 +511,158 @@ START_TEST(unauthenticated_give_way)
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* The proxy's policy, routing and rewrite (no socket)                 */
+
+START_TEST(proxy_ports_parse)
+{
+	static struct shim_ports	p;
+	static const char *const	bad[] = {
+		"", "0", "65536", "5-3", "1,,2", "x", "80-", "-80", "80,",
+		"1 2", "3000-70000", "08x",
+	};
+	size_t				i;
+
+	ck_assert_int_eq(shim_ports_parse(&p, "3000,8000-8002,22", 8001), 0);
+	ck_assert(shim_ports_has(&p, 3000));
+	ck_assert(shim_ports_has(&p, 8000));
+	ck_assert(!shim_ports_has(&p, 8001));	/* the shim's own */
+	ck_assert(shim_ports_has(&p, 8002));
+	ck_assert(shim_ports_has(&p, 22));
+	ck_assert(!shim_ports_has(&p, 2999));
+	ck_assert(!shim_ports_has(&p, 8003));
+	ck_assert(!shim_ports_has(&p, 0));
+	ck_assert(!shim_ports_has(&p, 65536));
+	ck_assert_int_eq(shim_ports_parse(&p, NULL, 8686), 0);
+	ck_assert(shim_ports_has(&p, 1));
+	ck_assert(shim_ports_has(&p, 65535));
+	ck_assert(!shim_ports_has(&p, 8686));
+	ck_assert(!shim_ports_has(&p, 0));
+	ck_assert_int_eq(shim_ports_parse(&p, "all", 0), 0);
+	ck_assert(shim_ports_has(&p, 8686));
+	ck_assert_int_eq(shim_ports_parse(&p, "none", 0), 0);
+	for (i = 1; i < 65536; i++)
+		ck_assert(!shim_ports_has(&p, (int)i));
+	ck_assert_int_eq(shim_ports_parse(&p, "1-65535", 0), 0);
+	ck_assert(shim_ports_has(&p, 65535));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		errno = 0;
+		ck_assert_msg(shim_ports_parse(&p, bad[i], 0) == -1, "%s",
+		    bad[i]);
+		ck_assert_int_eq(errno, EINVAL);
+	}
+}
+END_TEST
+
+static int
+host(const char *h, const char *suffix)
+{
+	return shim_host_port(h, strlen(h), suffix);
+}
+
+START_TEST(proxy_host_port)
+{
+	ck_assert_int_eq(host("3000-x.localhost", NULL), 3000);
+	ck_assert_int_eq(host("3000-abc-def.sbx.example.com:443", NULL),
+	    3000);
+	ck_assert_int_eq(host("65535-a", NULL), 65535);
+	ck_assert_int_eq(host("8080-x.example.com.", NULL), 8080);
+	/* Not a preview host: the agent's. */
+	ck_assert_int_eq(host("65536-a.b", NULL), 0);
+	ck_assert_int_eq(host("0-a.b", NULL), 0);
+	ck_assert_int_eq(host("03000-a.b", NULL), 0);
+	ck_assert_int_eq(host("3000-.b", NULL), 0);
+	ck_assert_int_eq(host("3000.b", NULL), 0);
+	ck_assert_int_eq(host("x-3000.b", NULL), 0);
+	ck_assert_int_eq(host("127.0.0.1:8686", NULL), 0);
+	ck_assert_int_eq(host("[::1]:8686", NULL), 0);
+	ck_assert_int_eq(host("", NULL), 0);
+	ck_assert_int_eq(host("sandbox.example.com", NULL), 0);
+	/* PORT.SUFFIX, the suffix given with or without its dot. */
+	ck_assert_int_eq(host("3000.box.test", "box.test"), 3000);
+	ck_assert_int_eq(host("3000.BOX.test:80", ".box.test"), 3000);
+	ck_assert_int_eq(host("3000.x.box.test", "box.test"), 0);
+	ck_assert_int_eq(host("3000.box.tes", "box.test"), 0);
+	ck_assert_int_eq(host("3000.abox.test", "box.test"), 0);
+	ck_assert_int_eq(host("3000-y.box.test", "box.test"), 3000);
+	ck_assert_int_eq(host("box.test", "box.test"), 0);
+}
+END_TEST
+
+static void
+route(const struct shim_config *cfg, const char *h, int port, size_t prefix)
+{
+	struct shim_route	r;
+
+	shim_route(cfg, h, strlen(h), &r);
+	ck_assert_msg(r.port == port && r.prefix == prefix, "%s: %d %zu", h,
+	    r.port, r.prefix);
+}
+
+START_TEST(proxy_route)
+{
+	static struct shim_ports	p;
+	struct shim_config		cfg = { 0 };
+
+	route(&cfg, "GET /v1/ports/3000/proxy/ HTTP/1.1\r\n\r\n", 0, 0);
+	ck_assert_int_eq(shim_ports_parse(&p, NULL, 8686), 0);
+	cfg.ports = &p;
+	cfg.self_port = 8686;
+	route(&cfg, "GET /v1/ports/3000/proxy/a?b HTTP/1.1\r\n\r\n", 3000, 20);
+	route(&cfg, "GET /v1/ports/3000/proxy HTTP/1.1\r\n\r\n", 3000, 20);
+	route(&cfg, "GET /v1/ports/3000/proxy?x HTTP/1.1\r\n\r\n", 3000, 20);
+	route(&cfg, "GET /v1/ports/3000/proxyx HTTP/1.1\r\n\r\n", 0, 0);
+	route(&cfg, "GET /v1/ports/3000/ HTTP/1.1\r\n\r\n", 0, 0);
+	route(&cfg, "GET /v1/ports HTTP/1.1\r\n\r\n", 0, 0);
+	route(&cfg, "GET /v1/ports/0/proxy/ HTTP/1.1\r\n\r\n", 0, 0);
+	route(&cfg, "GET /v1/ports/1.2.3.4/proxy/ HTTP/1.1\r\n\r\n", 0, 0);
+	route(&cfg, "GET /x/v1/ports/3000/proxy/ HTTP/1.1\r\n\r\n", 0, 0);
+	/* The path form with the shim's own port: routed (then refused). */
+	route(&cfg, "GET /v1/ports/8686/proxy/ HTTP/1.1\r\n\r\n", 8686, 20);
+	/* The host first: the path is then the server's. */
+	route(&cfg, "GET /v1/ports/3000/proxy/ HTTP/1.1\r\nX: y\r\n"
+	    "hOST:  5173-a.localhost:8686 \r\n\r\n", 5173, 0);
+	/* A preview host of the shim's own port: the agent's. */
+	route(&cfg, "GET /v1/health HTTP/1.1\r\nHost: 8686-a.x\r\n\r\n", 0, 0);
+	route(&cfg, "GET / HTTP/1.1\r\nHost: 127.0.0.1:8686\r\n\r\n", 0, 0);
+}
+END_TEST
+
+static void
+rewrite(const struct shim_route *r, const char *h, const char *want)
+{
+	struct buf	up = { 0 };
+
+	shim_proxy_rewrite(r, h, strlen(h), &up);
+	ck_assert_int_eq(buf_add(&up, "", 1), 0);
+	ck_assert_str_eq(buf_head(&up), want);
+	buf_free(&up);
+}
+
+START_TEST(proxy_rewrite)
+{
+	struct shim_route	path = { .port = 3000, .prefix = 20 };
+	struct shim_route	host = { .port = 3000, .prefix = 0 };
+
+	rewrite(&path, "GET /v1/ports/3000/proxy/a/b?c=1 HTTP/1.1\r\n"
+	    "Host: h\r\nX-Forwarded-Prefix: /evil\r\n  folded\r\n"
+	    "Cookie: a=1; tend_proxy=abc;b=2\r\nCookie: tend_proxy=x\r\n\r\n",
+	    "GET /a/b?c=1 HTTP/1.1\r\n"
+	    "Host: h\r\nCookie: a=1; b=2\r\n"
+	    "X-Forwarded-Prefix: /v1/ports/3000/proxy\r\n\r\n");
+	rewrite(&path, "GET /v1/ports/3000/proxy HTTP/1.1\r\n\r\n",
+	    "GET / HTTP/1.1\r\nX-Forwarded-Prefix: /v1/ports/3000/proxy\r\n"
+	    "\r\n");
+	rewrite(&path, "GET /v1/ports/3000/proxy?q HTTP/1.0\n\n",
+	    "GET /?q HTTP/1.0\nX-Forwarded-Prefix: /v1/ports/3000/proxy\r\n"
+	    "\n");
+	rewrite(&host, "GET /v1/ports/3000/proxy/ HTTP/1.1\r\n"
+	    "X-Forwarded-Prefix: /app\r\ncookie: tend_proxy=1\r\n\r\n",
+	    "GET /v1/ports/3000/proxy/ HTTP/1.1\r\n"
+	    "X-Forwarded-Prefix: /app\r\n\r\n");
+}
+END_TEST
+
 Suite *
 shim_suite(void)
 {
@@ -531,6 +684,13 @@ shim_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, request_forwarded_without_token);
 	tcase_add_test(tc, unauthenticated_give_way);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("proxy");
+	tcase_add_test(tc, proxy_ports_parse);
+	tcase_add_test(tc, proxy_host_port);
+	tcase_add_test(tc, proxy_route);
+	tcase_add_test(tc, proxy_rewrite);
 	suite_add_tcase(s, tc);
 	return s;
 }
