@@ -114,6 +114,7 @@ job_handover_save(struct job *j)
 {
 	struct ev_loop	*loop = j->tab->loop;
 	struct buf	 b = { 0 };
+	char		 sent[24];
 	cJSON		*o, *a;
 	size_t		 i;
 	int		 s;
@@ -134,6 +135,9 @@ job_handover_save(struct job *j)
 	cJSON_AddNumberToObject(o, "exitSignal", j->exit.signal);
 	cJSON_AddBoolToObject(o, "timedOut", j->exit.timed_out);
 	cJSON_AddBoolToObject(o, "oomKilled", j->exit.oom_killed);
+	cJSON_AddNumberToObject(o, "oomSeen", (double)j->oom_seen);
+	snprintf(sent, sizeof(sent), "%llx", (unsigned long long)j->sigsent);
+	cJSON_AddStringToObject(o, "sigsent", sent);
 	cJSON_AddItemToObject(o, "record", job_save_record(&j->rec));
 	a = cJSON_AddArrayToObject(o, "outFds");
 	for (s = 0; s < j->nout; s++)
@@ -251,6 +255,9 @@ job_adopt(struct job *j, struct jobtab *t, const struct job_kind *k,
 	j->exit.signal = (int)job_get_num(o, "exitSignal", 0);
 	j->exit.timed_out = job_get_bool(o, "timedOut");
 	j->exit.oom_killed = job_get_bool(o, "oomKilled");
+	j->oom_seen = (uint64_t)job_get_num(o, "oomSeen", 0);
+	e = cJSON_GetObjectItemCaseSensitive(o, "sigsent");
+	j->sigsent = cJSON_IsString(e) ? strtoull(e->valuestring, NULL, 16) : 0;
 	if (job_load_record(j, cJSON_GetObjectItemCaseSensitive(o,
 	    "record")) == -1) {
 		errno = EINVAL;

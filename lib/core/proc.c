@@ -864,6 +864,11 @@ proc_handover_save(struct proc *p)
 	cJSON_AddNumberToObject(o, "timeoutS", p->timeout_s);
 	cJSON_AddNumberToObject(o, "graceS", p->grace_s);
 	cJSON_AddBoolToObject(o, "timeoutKill", p->timeout_kill);
+	if (p->rs != NULL)
+		proc_restart_save(p, o);
+	if (p->ready != NULL)
+		ready_handover_save(p->ready, cJSON_AddObjectToObject(o,
+		    "ready"));
 	return o;
 }
 
@@ -873,6 +878,7 @@ proc_adopt(struct proctab *t, const cJSON *o)
 {
 	struct ev_loop	*loop = t->jobs.loop;
 	const cJSON	*tags = cJSON_GetObjectItemCaseSensitive(o, "tags");
+	const cJSON	*r;
 	struct proc	*p;
 	int		 err;
 
@@ -893,7 +899,10 @@ proc_adopt(struct proctab *t, const cJSON *o)
 	    PROC_FIRST_STATUS, 0.);
 	p->settle_soon = PROC_SETTLE_SOON;
 	if (job_adopt(&p->job, &t->jobs, &proc_kind, o, p->grace_s) == -1 ||
-	    p->tags == NULL) {
+	    p->tags == NULL || ((r = cJSON_GetObjectItemCaseSensitive(o,
+	    "restart")) != NULL && proc_restart_adopt(p, r) == -1) ||
+	    ((r = cJSON_GetObjectItemCaseSensitive(o, "ready")) != NULL &&
+	    (p->ready = ready_adopt(r, &p->job)) == NULL)) {
 		err = errno;
 		job_free(&p->job);	/* not in the table yet */
 		errno = err;

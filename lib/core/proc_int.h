@@ -42,6 +42,9 @@ void	proc_restart_run_begun(struct proc *);
 bool	proc_restart_waiting(struct proc *);
 /* Waiting for a next run: cancelled (why), the record ended.  Else false. */
 bool	proc_restart_cancel(struct proc *, const char *why);
+/* The agent's handover: the policy's state into a process's part, back. */
+void	proc_restart_save(struct proc *, cJSON *);
+int	proc_restart_adopt(struct proc *, const cJSON *);
 /* "run", "restarts", "restart", "runs" into a status. */
 void	proc_restart_status(struct proc *, cJSON *);
 /* The policy asked (meta.json's options, a status's "restart"). */

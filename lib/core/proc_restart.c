@@ -391,6 +391,181 @@ proc_restart_cb(struct ev_loop *loop, ev_timer *w, int revents)
 }
 
 /* ---------------------------------------------------------------- */
+/* The agent's handover (core/handover.c) */
+
+static const char *const rs_reasons[] = {
+	"maxRestarts", "crashLoop", "spawnFailed", "launchFailed",
+	"succeeded", "signal", "cancelled", "shutdown"
+};
+
+/* An rlimit as a number a double holds exactly; -1: past it (infinity). */
+static double
+rs_rlim_num(rlim_t v)
+{
+	return v < ((rlim_t)1 << 53) ? (double)v : -1;
+}
+
+static void
+rs_save_exit(cJSON *o, const struct exit_status *e)
+{
+	cJSON_AddNumberToObject(o, "code", e->code);
+	cJSON_AddNumberToObject(o, "signal", e->signal);
+	cJSON_AddBoolToObject(o, "timedOut", e->timed_out);
+	cJSON_AddBoolToObject(o, "oomKilled", e->oom_killed);
+}
+
+static void
+rs_load_exit(const cJSON *o, struct exit_status *e)
+{
+	e->code = (int)job_get_num(o, "code", 0);
+	e->signal = (int)job_get_num(o, "signal", 0);
+	e->timed_out = job_get_bool(o, "timedOut");
+	e->oom_killed = job_get_bool(o, "oomKilled");
+}
+
+/*
+ * The policy and its state into the process's part of the manifest,
+ * with what a next run is launched with (the environment included: the
+ * memfd is memory, never the disk).
+ */
+void
+proc_restart_save(struct proc *p, cJSON *po)
+{
+	struct proc_restart	*rs = p->rs;
+	const struct proc_run	*r;
+	cJSON			*o, *a, *x;
+	int			 i, n;
+
+	if ((o = cJSON_AddObjectToObject(po, "restart")) == NULL)
+		return;
+	cJSON_AddNumberToObject(o, "policy", rs->o.policy);
+	cJSON_AddNumberToObject(o, "max", rs->o.max);
+	cJSON_AddNumberToObject(o, "backoffS", rs->o.backoff_s);
+	cJSON_AddNumberToObject(o, "maxBackoffS", rs->o.max_backoff_s);
+	cJSON_AddNumberToObject(o, "state", rs->state);
+	if (rs->why != NULL)
+		cJSON_AddStringToObject(o, "why", rs->why);
+	cJSON_AddNumberToObject(o, "run", rs->run);
+	cJSON_AddNumberToObject(o, "restarts", rs->restarts);
+	cJSON_AddNumberToObject(o, "delayS", rs->delay_s);
+	cJSON_AddNumberToObject(o, "nextMs", (double)rs->next_ms);
+	cJSON_AddNumberToObject(o, "waitDeadline",
+	    job_deadline(p->job.tab->loop, &rs->wait));
+	cJSON_AddBoolToObject(o, "stdinOpen", rs->stdin_open);
+	if ((a = cJSON_AddArrayToObject(o, "recent")) != NULL)
+		for (i = 0; i < RESTART_WINDOW_N; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(
+			    (double)rs->recent[i]));
+	n = rs->run > RESTART_RUNS_KEPT ? rs->run - RESTART_RUNS_KEPT + 1 : 1;
+	for (a = cJSON_AddArrayToObject(o, "runs"); a != NULL &&
+	    n <= rs->run; n++) {
+		r = rs_run(rs, n);
+		if ((x = cJSON_CreateObject()) == NULL)
+			break;
+		cJSON_AddNumberToObject(x, "run", r->run);
+		cJSON_AddNumberToObject(x, "pid", r->pid);
+		cJSON_AddNumberToObject(x, "startedMs", (double)r->started_ms);
+		cJSON_AddNumberToObject(x, "endedMs", (double)r->ended_ms);
+		cJSON_AddNumberToObject(x, "out", (double)r->offset[LS_STDOUT]);
+		cJSON_AddNumberToObject(x, "err", (double)r->offset[LS_STDERR]);
+		rs_save_exit(cJSON_AddObjectToObject(x, "exit"), &r->exit);
+		cJSON_AddItemToArray(a, x);
+	}
+	if (rs->env != NULL && (a = cJSON_AddArrayToObject(o, "env")) != NULL)
+		for (i = 0; rs->env[i] != NULL; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateString(rs->env[i]));
+	cJSON_AddBoolToObject(o, "hasUser", rs->has_user);
+	cJSON_AddNumberToObject(o, "uid", rs->uid);
+	cJSON_AddNumberToObject(o, "gid", rs->gid);
+	if (rs->user != NULL)
+		cJSON_AddStringToObject(o, "user", rs->user);
+	cJSON_AddBoolToObject(o, "noNewPrivs", rs->confine.nonewprivs);
+	cJSON_AddBoolToObject(o, "seccomp", rs->confine.seccomp);
+	cJSON_AddBoolToObject(o, "noNet", rs->confine.nonet);
+	if ((a = cJSON_AddArrayToObject(o, "rlimits")) != NULL)
+		for (i = 0; i < SPAWN_NRLIM; i++)
+			cJSON_AddItemToArray(a, cJSON_CreateNumber(
+			    rs->confine.has_rlim[i] ?
+			    rs_rlim_num(rs->confine.rlim[i]) : -2));
+}
+
+/* The policy of a process taken up (o: its "restart"); -1 ENOMEM. */
+int
+proc_restart_adopt(struct proc *p, const cJSON *o)
+{
+	struct proc_restart	*rs;
+	struct proc_opts	 po;
+	const cJSON		*a, *x, *v;
+	double			 d;
+	int			 i;
+
+	memset(&po, 0, sizeof(po));
+	po.restart.policy = (enum proc_policy)job_get_num(o, "policy", 0);
+	po.restart.max = (int)job_get_num(o, "max", -1);
+	po.restart.backoff_s = job_get_num(o, "backoffS", 0);
+	po.restart.max_backoff_s = job_get_num(o, "maxBackoffS", 0);
+	po.has_user = job_get_bool(o, "hasUser");
+	po.uid = (uid_t)job_get_num(o, "uid", 0);
+	po.gid = (gid_t)job_get_num(o, "gid", 0);
+	v = cJSON_GetObjectItemCaseSensitive(o, "user");
+	po.user = cJSON_IsString(v) ? v->valuestring : NULL;
+	po.confine.nonewprivs = job_get_bool(o, "noNewPrivs");
+	po.confine.seccomp = job_get_bool(o, "seccomp");
+	po.confine.nonet = job_get_bool(o, "noNet");
+	a = cJSON_GetObjectItemCaseSensitive(o, "rlimits");
+	for (i = 0; i < SPAWN_NRLIM; i++) {
+		v = cJSON_GetArrayItem(a, i);
+		d = cJSON_IsNumber(v) ? v->valuedouble : -2;
+		po.confine.has_rlim[i] = d > -2;
+		po.confine.rlim[i] = d >= 0 ? (rlim_t)d : RLIM_INFINITY;
+	}
+	if (proc_restart_new(p, &po) == -1)
+		return -1;
+	rs = p->rs;
+	if (cJSON_IsArray(a = cJSON_GetObjectItemCaseSensitive(o, "env"))) {
+		i = 0;
+		if ((rs->env = calloc((size_t)cJSON_GetArraySize(a) + 1,
+		    sizeof(char *))) == NULL)
+			return -1;
+		cJSON_ArrayForEach(v, a)
+			if (cJSON_IsString(v) &&
+			    (rs->env[i++] = strdup(v->valuestring)) == NULL)
+				return -1;	/* freed with the record */
+	}
+	rs->state = (enum proc_rstate)job_get_num(o, "state", RS_RUNNING);
+	v = cJSON_GetObjectItemCaseSensitive(o, "why");
+	for (i = 0; cJSON_IsString(v) && i < (int)nitems(rs_reasons); i++)
+		if (strcmp(v->valuestring, rs_reasons[i]) == 0)
+			rs->why = rs_reasons[i];
+	rs->run = (int)job_get_num(o, "run", 1);
+	rs->restarts = (int)job_get_num(o, "restarts", 0);
+	rs->delay_s = job_get_num(o, "delayS", rs->o.backoff_s);
+	rs->next_ms = (int64_t)job_get_num(o, "nextMs", 0);
+	rs->stdin_open = job_get_bool(o, "stdinOpen");
+	a = cJSON_GetObjectItemCaseSensitive(o, "recent");
+	for (i = 0; i < RESTART_WINDOW_N; i++) {
+		v = cJSON_GetArrayItem(a, i);
+		rs->recent[i] = cJSON_IsNumber(v) ? (int64_t)v->valuedouble : 0;
+	}
+	cJSON_ArrayForEach(x, cJSON_GetObjectItemCaseSensitive(o, "runs")) {
+		struct proc_run	*r = rs_run(rs, (int)job_get_num(x, "run", 0));
+
+		r->run = (int)job_get_num(x, "run", 0);
+		r->pid = (pid_t)job_get_num(x, "pid", 0);
+		r->started_ms = (int64_t)job_get_num(x, "startedMs", 0);
+		r->ended_ms = (int64_t)job_get_num(x, "endedMs", 0);
+		r->offset[LS_STDOUT] = (uint64_t)job_get_num(x, "out", 0);
+		r->offset[LS_STDERR] = (uint64_t)job_get_num(x, "err", 0);
+		rs_load_exit(cJSON_GetObjectItemCaseSensitive(x, "exit"),
+		    &r->exit);
+	}
+	if (rs->state == RS_WAITING)
+		job_deadline_start(p->job.tab->loop, &rs->wait,
+		    job_get_num(o, "waitDeadline", -1));
+	return 0;
+}
+
+/* ---------------------------------------------------------------- */
 /* Status */
 
 void

@@ -39,6 +39,7 @@ struct ready {
 static struct ready	*ready_ports;	/* awaiting a port */
 
 static void	ready_settle(struct ready *, enum ready_state);
+static void	ready_watch(struct ready *);
 
 const char *
 ready_state_name(enum ready_state s)
@@ -307,7 +308,14 @@ ready_start(struct ready *r, struct job *j)
 	ev_timer_init(&r->timer, ready_timer_cb, r->timeout_ms / 1e3, 0.);
 	if (r->timeout_ms > 0)
 		ev_timer_start(j->tab->loop, &r->timer);
-	job_watch_add(j, &r->w, ready_watch_cb);
+	ready_watch(r);
+}
+
+/* Waiting: told of j's output and end, and of the ports if need be. */
+static void
+ready_watch(struct ready *r)
+{
+	job_watch_add(r->job, &r->w, ready_watch_cb);
 	if (!r->port_ok) {
 		r->pnext = ready_ports;
 		if (ready_ports != NULL)
@@ -335,6 +343,74 @@ ready_free(struct ready *r)
 		free(r->tail[s]);
 	free(r->log);
 	free(r);
+}
+
+/* ---- the agent's handover (core/handover.c) ---- */
+
+void
+ready_handover_save(struct ready *r, cJSON *o)
+{
+	cJSON	*off;
+	int	 s;
+
+	cJSON_AddNumberToObject(o, "port", r->port);
+	if (r->log != NULL)
+		cJSON_AddStringToObject(o, "log", r->log);
+	cJSON_AddNumberToObject(o, "streams", r->streams);
+	cJSON_AddNumberToObject(o, "timeoutMs", (double)r->timeout_ms);
+	cJSON_AddNumberToObject(o, "state", r->state);
+	cJSON_AddBoolToObject(o, "portOk", r->port_ok);
+	cJSON_AddBoolToObject(o, "logOk", r->log_ok);
+	cJSON_AddNumberToObject(o, "readyMs", (double)r->ready_ms);
+	if (r->job != NULL)
+		cJSON_AddNumberToObject(o, "timerDeadline",
+		    job_deadline(r->job->tab->loop, &r->timer));
+	if ((off = cJSON_AddArrayToObject(o, "off")) != NULL)
+		for (s = 0; s < LS_NSTREAMS; s++)
+			cJSON_AddItemToArray(off, cJSON_CreateNumber(
+			    (double)r->off[s]));
+}
+
+/*
+ * A readiness the agent before this one watched, for job j.  The tails
+ * are not carried: the bytes they held are read again from the store.
+ */
+struct ready *
+ready_adopt(const cJSON *o, struct job *j)
+{
+	const cJSON		*log = cJSON_GetObjectItemCaseSensitive(o, "log");
+	const cJSON		*off = cJSON_GetObjectItemCaseSensitive(o, "off");
+	const cJSON		*v;
+	struct ready_opts	 ro = { 0 };
+	struct ready		*r;
+	uint64_t		 back, at;
+	int			 s;
+
+	ro.on = true;
+	ro.port = (int)job_get_num(o, "port", 0);
+	ro.log = cJSON_IsString(log) ? log->valuestring : NULL;
+	ro.streams = (unsigned)job_get_num(o, "streams", 0);
+	ro.timeout_ms = (uint64_t)job_get_num(o, "timeoutMs", 0);
+	if ((r = ready_new(&ro)) == NULL)
+		return NULL;
+	r->job = j;
+	r->state = (enum ready_state)job_get_num(o, "state", READY_WAITING);
+	r->port_ok = job_get_bool(o, "portOk");
+	r->log_ok = job_get_bool(o, "logOk");
+	r->ready_ms = (int64_t)job_get_num(o, "readyMs", 0);
+	back = r->loglen > 0 ? r->loglen - 1 : 0;
+	for (s = 0; s < LS_NSTREAMS; s++) {
+		v = cJSON_GetArrayItem(off, s);
+		at = cJSON_IsNumber(v) ? (uint64_t)v->valuedouble : 0;
+		r->off[s] = at > back ? at - back : 0;
+	}
+	ev_timer_init(&r->timer, ready_timer_cb, 0., 0.);
+	if (r->state == READY_WAITING) {
+		job_deadline_start(j->tab->loop, &r->timer,
+		    job_get_num(o, "timerDeadline", -1));
+		ready_watch(r);
+	}
+	return r;
 }
 
 enum ready_state

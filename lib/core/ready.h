@@ -57,6 +57,9 @@ struct ready *ready_new(const struct ready_opts *);
 /* The job runs: watch it. */
 void	ready_start(struct ready *, struct job *);
 void	ready_free(struct ready *);
+/* The agent's handover: its state into o; taken up again for job j. */
+void	ready_handover_save(struct ready *, cJSON *o);
+struct ready *ready_adopt(const cJSON *o, struct job *j);
 enum ready_state ready_state(const struct ready *);
 const char *ready_state_name(enum ready_state);
 /* "ready", "readyAt" (ms, once ready), "readiness" into a status. */

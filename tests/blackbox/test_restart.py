@@ -16,6 +16,7 @@ import time
 import unittest
 
 from harness import AgentTestCase, RFC3339_MS, SLOW, TEND_BIN, poll, scaled
+from test_upgrade import UpgradeCase
 
 
 def policy(p="on-failure", **kw):
@@ -381,6 +382,46 @@ class RestartCliTest(AgentTestCase):
             self.assertEqual(r.returncode, 2, (args, r))
             self.assertIn(b"usage", r.stderr.lower() + r.stdout.lower(), r)
         self.assertEqual(a.get("/v1/processes?all=1").json, [])
+
+
+class RestartUpgradeTest(UpgradeCase):
+    """The policy's state and a pending readiness cross a live upgrade."""
+
+    def test_policy_and_readiness_cross_an_upgrade(self):
+        a = self.agent()
+        w = a.launch_ok(["sh", "-c", "echo w; exit 3"], id="w",
+                        restart=policy(maxRestarts=1, backoffMs=1500))
+        s = a.launch_ok(["sleep", "100"], id="s", restart=policy("always", backoffMs=10))
+        r = a.launch_ok(["sh", "-c", "sleep 1.5; echo READY; sleep 100"], id="r",
+                        ready={"log": "READY", "timeoutMs": 20000})
+        st = poll(lambda: (lambda j: j if j["restart"]["state"] == "waiting" else None)(
+            a.status("w").json))
+        self.assertTrue(st)
+        t_fail = time.monotonic()
+        self.upgrade(a, self.next_bin, 1, self.next_version)
+        st = a.status("w").json
+        self.assertEqual(st["restart"]["state"], "waiting", st)
+        self.assertEqual(st["run"], 1)
+        self.assertEqual(a.status("r").json["readiness"], "waiting")
+        # The next run comes at the deadline the old agent set.
+        st = a.wait_ended("w", timeout_ms=10000)
+        self.assertEqual(st["run"], 2, st)
+        self.assertEqual(st["restart"]["state"], "gave_up")
+        self.assertEqual([x["run"] for x in st["runs"]], [1, 2])
+        self.assertEqual([x["stdoutOffset"] for x in st["runs"]], [0, 2])
+        self.assertGreaterEqual(st["runs"][1]["startedAt"], st["runs"][0]["endedAt"])
+        out = a.get("/v1/processes/w/stdout")
+        self.assertEqual(out.body, b"w\nw\n")
+        # The policy still holds, and tend's kill still ends it.
+        self.assertEqual(a.status("s").json["restart"]["state"], "running")
+        self.assertEqual(a.post("/v1/processes/s/kill", {"signal": 15}).status, 204)
+        st = a.wait_ended("s")
+        self.assertEqual((st["run"], st["restart"]["reason"]), (1, "signal"))
+        # The readiness the old agent watched is settled by the new one.
+        st = a.post("/v1/processes/r/wait?for=ready", b"", timeout=15)
+        self.assertEqual(st.status, 200, st)
+        self.assertTrue(st.json["ready"], st.json)
+        self.assertGreaterEqual(time.monotonic() - t_fail, 1.0)
 
 
 if __name__ == "__main__":
