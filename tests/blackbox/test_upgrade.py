@@ -297,6 +297,12 @@ class TestUpgrade(UpgradeCase):
         self.assertEqual(j["version"], self.next_version, j)
         self.assertEqual(j["upgrades"], 1, j)
         self.assertEqual(a.health()["version"], self.next_version)
+        p = subprocess.run([TEND_BIN, "health"], env=env, capture_output=True, timeout=scaled(10))
+        self.assertIn(b"upgrades   1 (resumed from %s)" % CURRENT.encode(), p.stdout)
+        p = subprocess.run([TEND_BIN, "upgrade", self.next_bin], env=env, capture_output=True,
+                           timeout=scaled(20))
+        self.assertEqual(p.returncode, 0, p)
+        self.assertIn(b"upgraded to %s" % self.next_version.encode(), p.stdout)
         # A refusal: its own exit code, the reason on stderr.
         bad = self.script("notexec", "#!/bin/sh\n", mode=0o644)
         p = subprocess.run([TEND_BIN, "upgrade", bad], env=env, capture_output=True,
