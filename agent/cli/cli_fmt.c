@@ -150,7 +150,7 @@ cli_fmt_json(const char *d, size_t n)
 void
 cli_fmt_health(const cJSON *j)
 {
-	const cJSON	*p, *n;
+	const cJSON	*p, *n, *h;
 	const char	*s;
 	char		 up[32];
 
@@ -168,6 +168,12 @@ cli_fmt_health(const cJSON *j)
 	printf("processes  %d running, %d in all\n",
 	    cli_fmt_int(p, "running", 0), cli_fmt_int(p, "total", 0));
 	printf("terminals  %d\n", cli_fmt_int(j, "terminals", 0));
+	/* Live upgrades: how many, and how this agent started if not afresh. */
+	h = cJSON_GetObjectItemCaseSensitive(j, "handover");
+	if ((s = cli_fmt_str(h, "state")) != NULL && strcmp(s, "none") != 0)
+		printf("upgrades   %d (%s%s%s)\n", cli_fmt_int(j, "upgrades", 0),
+		    s, cli_fmt_str(h, "from") != NULL ? " from " : "",
+		    cli_fmt_str(h, "from") != NULL ? cli_fmt_str(h, "from") : "");
 	cli_fmt_cgroups(cJSON_GetObjectItemCaseSensitive(j, "cgroups"));
 }
 

@@ -297,6 +297,12 @@ class TestUpgrade(UpgradeCase):
         self.assertEqual(j["version"], self.next_version, j)
         self.assertEqual(j["upgrades"], 1, j)
         self.assertEqual(a.health()["version"], self.next_version)
+        p = subprocess.run([TEND_BIN, "health"], env=env, capture_output=True, timeout=scaled(10))
+        self.assertIn(b"upgrades   1 (resumed from %s)" % CURRENT.encode(), p.stdout)
+        p = subprocess.run([TEND_BIN, "upgrade", self.next_bin], env=env, capture_output=True,
+                           timeout=scaled(20))
+        self.assertEqual(p.returncode, 0, p)
+        self.assertIn(b"upgraded to %s" % self.next_version.encode(), p.stdout)
         # A refusal: its own exit code, the reason on stderr.
         bad = self.script("notexec", "#!/bin/sh\n", mode=0o644)
         p = subprocess.run([TEND_BIN, "upgrade", bad], env=env, capture_output=True,
@@ -494,7 +500,8 @@ class TestHandoverFailed(UpgradeCase):
 
 class TestUpgradeLoad(UpgradeCase):
     def test_twenty_upgrades_under_load(self):
-        """50 processes, one writing continuously; 20 upgrades in a row.
+        """50 processes, one writing continuously with a follower of its
+        output attached; 20 upgrades in a row.
         (The issue's 200 MB writer is scaled down to about 30 MB: the
         machine running the suite is small; the check is the same.)"""
         a = self.agent()
@@ -503,6 +510,34 @@ class TestUpgradeLoad(UpgradeCase):
         chunks, per = 400, 10000
         a.launch_ok(["sh", "-c", "i=0; while [ $i -lt %d ]; do seq $((i*%d+1)) $((i*%d+%d)); "
                      "i=$((i+1)); sleep 0.005; done" % (chunks, per, per, per)], id="w")
+        # A follower of its output, reconnecting with Last-Event-ID each
+        # time an upgrade closes its stream, until the terminal event.
+        followed = {"events": [], "reconnects": 0, "error": None}
+
+        def follow():
+            last = None
+            try:
+                while True:
+                    h = {"Last-Event-ID": last} if last else {}
+                    f = LiveStream(a, "/v1/processes/w/logs?follow=1", headers=h, timeout=60)
+                    try:
+                        while True:
+                            ev = f.next_event()
+                            if ev is None:
+                                break
+                            followed["events"].append(ev)
+                            if "id" in ev:
+                                last = ev["id"]
+                            if ev["json"].get("type") == "terminal":
+                                return
+                    finally:
+                        f.close()
+                    followed["reconnects"] += 1
+                    time.sleep(0.005)
+            except Exception as e:      # noqa: BLE001 (reported below)
+                followed["error"] = e
+        th = threading.Thread(target=follow)
+        th.start()
         rss = []
         version = CURRENT
         for k in range(1, 21):
@@ -516,6 +551,12 @@ class TestUpgradeLoad(UpgradeCase):
         self.assertEqual(st["droppedBytes"], 0)
         body = a.get("/v1/processes/w/stdout", timeout=60).body
         self.assertEqual(body, expect)
+        th.join(scaled(120))
+        self.assertFalse(th.is_alive(), "the follower did not reach the end")
+        self.assertIsNone(followed["error"])
+        self.assertGreaterEqual(followed["reconnects"], 1)
+        self.assertTrue(collect(followed["events"])["stdout"] == expect,
+                        "the follower's bytes differ (a gap or a duplicate)")
         procs = a.get("/v1/processes").json
         self.assertEqual(len(procs), 50)
         self.assertEqual(sum(p["state"] == "running" for p in procs), 49)
