@@ -237,35 +237,46 @@ shim_route(const struct shim_config *cfg, const char *h, size_t n,
 /* The head the port gets (pure)                                       */
 
 /*
- * Append a Cookie line l[0, n) without the proxy's cookie; nothing when
- * no other cookie is left.
+ * Append a Cookie line l[0, n) without the proxy's cookie (its pair and
+ * the ';' after it); nothing when no other cookie is left.  The rest is
+ * copied as it was, so that the line never grows.
  */
 static void
 shim_cookie_line(const char *l, size_t n, struct buf *up)
 {
 	static const char	name[] = SHIM_COOKIE "=";
-	size_t			i, j, e;
+	size_t			i, j, e, k, s0, len = n, start;
 	bool			any = false;
 
-	while (n > 0 && (l[n - 1] == '\n' || l[n - 1] == '\r'))
-		n--;
+	while (len > 0 && (l[len - 1] == '\n' || l[len - 1] == '\r'))
+		len--;
+	start = buf_avail(up);
 	/* The caller found "cookie:" at its start. */
-	for (i = 7; i < n; i = j + 1) {
-		while (i < n && (l[i] == ' ' || l[i] == '\t'))
-			i++;
-		for (j = i; j < n && l[j] != ';'; j++)
+	(void)buf_add(up, l, 7);
+	for (s0 = 7; s0 < len; s0 = j + 1) {
+		for (i = s0; i < len && (l[i] == ' ' || l[i] == '\t'); i++)
+			;
+		for (j = i; j < len && l[j] != ';'; j++)
 			;
 		for (e = j; e > i && (l[e - 1] == ' ' || l[e - 1] == '\t'); e--)
 			;
 		if (e == i || (e - i >= sizeof(name) - 1 &&
 		    memcmp(l + i, name, sizeof(name) - 1) == 0))
 			continue;
-		(void)buf_addstr(up, any ? "; " : "Cookie: ");
-		(void)buf_add(up, l + i, e - i);
+		(void)buf_add(up, l + s0, (j < len ? j + 1 : len) - s0);
 		any = true;
 	}
-	if (any)
-		(void)buf_add(up, "\r\n", 2);
+	if (!any) {
+		up->len = up->off + start;
+		return;
+	}
+	/* A ';' of a pair taken out may end it now. */
+	k = buf_avail(up);
+	while (k > start + 7 && (buf_head(up)[k - 1] == ';' ||
+	    buf_head(up)[k - 1] == ' ' || buf_head(up)[k - 1] == '\t'))
+		k--;
+	up->len = up->off + k;
+	(void)buf_add(up, l + len, n - len);
 }
 
 void
