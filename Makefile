@@ -66,15 +66,15 @@ DEPS_chunked	:= codec
 DEPS_record	:= codec fsutil log logstore spawn
 DEPS_boot	:= codec fsutil log record
 DEPS_proctab	:= boot events job log record spawn
-DEPS_proc	:= cgroup codec events exitstatus job log proctab record spawn
+DEPS_proc	:= cgroup codec events exitstatus job log proctab ready record spawn
 DEPS_wlist	:=
 DEPS_exitstatus	:=
 DEPS_job	:= boot buf cgroup codec events exitstatus jsonstr log logstore record spawn wlist
 DEPS_api_bridge	:=
 DEPS_follow	:= codec cursor job log logstore proc term
-DEPS_api	:= boot cgroup codec http proc proctab spawn user
+DEPS_api	:= boot cgroup codec http proc proctab ready spawn user
 DEPS_api_input	:= api http job
-DEPS_api_proc	:= api api_input http job log proc proctab record
+DEPS_api_proc	:= api api_input api_ports http job log proc proctab record
 DEPS_api_output	:= api buf codec follow http job logstore proc proctab record
 DEPS_api_exec	:= api api_output buf codec http job logstore proc
 DEPS_api_health	:= api buf cgroup codec http log proctab shimctl term
@@ -110,6 +110,10 @@ DEPS_events	:= codec cursor logstore wlist
 DEPS_events_jobs	:= events job proc term
 DEPS_api_events	:= api buf codec events http proctab
 DEPS_api_envd_fs	:= api api_envd_entry api_envd_files api_envd_req api_envd_watch api_files connect envd fileops files http
+DEPS_ports	:=
+DEPS_portwatch	:= events job log ports
+DEPS_ready	:= codec events job logstore portwatch
+DEPS_api_ports	:= api http job portwatch proc proctab ready
 # A module written in several files, one noun each, that call one another
 # (they share a private header): its other files, which link and are
 # counted with it.
@@ -120,6 +124,7 @@ PARTS_job	:= job_cg
 PARTS_cgroup	:= cgroup_rec
 PARTS_spawn	:= spawn_clone
 PARTS_shim	:= shim_accept shim_proxy
+PARTS_proc	:= proc_restart
 # What a suite's own test code uses beyond its module: test helpers, or
 # the modules a contract is checked through (files' confinement, through
 # every operation on its paths; watch's view of tend's own uploads).
@@ -128,6 +133,8 @@ TEST_DEPS_cgroup	:= spawn
 TEST_DEPS_files	:= fileops upload
 TEST_DEPS_watch	:= upload
 TEST_DEPS_api	:= api_proc api_output api_exec
+TEST_DEPS_ready	:= proc proctab
+TEST_DEPS_portwatch	:= proc proctab
 
 UNIT_SUITES := $(patsubst tests/unit/test_%.c,%,$(wildcard tests/unit/test_*.c))
 # $(call deps_closure,todo,seen): every module reachable from todo.

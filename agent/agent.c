@@ -32,6 +32,7 @@
 #include "api/api_freeze.h"
 #include "api/api_health.h"
 #include "api/api_output.h"
+#include "api/api_ports.h"
 #include "api/api_proc.h"
 #include "api/api_tar.h"
 #include "api/api_term.h"
@@ -52,6 +53,7 @@
 #include "base/opt.h"
 #include "core/events.h"
 #include "core/events_jobs.h"
+#include "core/portwatch.h"
 #include "core/proc.h"
 #include "core/shimctl.h"
 #include "core/term.h"
@@ -72,6 +74,7 @@ static const struct http_route *const agent_routes[] = {
 	api_health_routes,
 	api_freeze_routes,
 	api_proc_routes,
+	api_ports_routes,
 	api_output_routes,
 	api_events_routes,
 	api_exec_routes,
@@ -598,6 +601,7 @@ agent_main(int argc, char **argv)
 	    &tab.limits) == -1)
 		fatal("event=termtab_failed");
 	agent_events_start(statefd, boot);
+	portwatch_init(loop, &tab.jobs, &terms.jobs);
 	api.tab = &tab;
 	api.terms = &terms;
 	terms.jobs.dflt_limits = &opt.default_limits;
@@ -643,6 +647,7 @@ agent_main(int argc, char **argv)
 	ev_run(loop, 0);
 
 out:
+	portwatch_stop();
 	termtab_finalize(&terms);
 	termtab_free(&terms);
 	envd_free(&envd);

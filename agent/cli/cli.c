@@ -329,6 +329,14 @@ cli_check(struct cli *c)
 		bad = "--json prints both streams";
 	else if (c->limit_bytes > 0 && !c->json)
 		bad = "--limit-bytes goes with --json";
+	else if (c->restart == NULL && (c->max_restarts >= 0 ||
+	    c->backoff_ms >= 0 || c->max_backoff_ms >= 0))
+		bad = "--max-restarts, --backoff and --max-backoff go with "
+		    "--restart";
+	else if (c->restart != NULL && strcmp(c->restart, "no") != 0 &&
+	    strcmp(c->restart, "on-failure") != 0 &&
+	    strcmp(c->restart, "always") != 0)
+		bad = "--restart wants no, on-failure or always";
 	if (bad == NULL)
 		return 0;
 	cli_usage_error(c->cmd, "%s", bad);
@@ -362,6 +370,7 @@ cli_main(int argc, char **argv)
 	c.timeout_ms = -1;
 	c.limit_bytes = -1;
 	c.ready_ms = -1;
+	c.max_restarts = c.backoff_ms = c.max_backoff_ms = -1;
 	c.sock = (s = getenv("TEND_SOCKET")) != NULL && *s != '\0' ? s :
 	    CLI_SOCKET;
 

@@ -103,7 +103,12 @@ struct cli {
 	int			 ready_port;	/* start --ready-port; 0: none */
 	int			 ready_log;	/* ready_re holds --ready-log */
 	regex_t			 ready_re;
+	const char		*ready_text;	/* --ready-log as given */
 	int64_t			 ready_ms;	/* --ready-timeout; -1: unset */
+	const char		*restart;	/* start --restart POLICY */
+	int64_t			 max_restarts;	/* --max-restarts; -1: unset */
+	int64_t			 backoff_ms;	/* --backoff; -1: unset */
+	int64_t			 max_backoff_ms;	/* --max-backoff; -1: unset */
 	const char		*range;		/* cat --range A-B */
 	const char		*mode;		/* put --mode */
 	int			 append;	/* put --append */
@@ -196,7 +201,9 @@ int	cli_events(struct cli *);
 int	cli_run(struct cli *);
 
 /* cli_ready.c */
+int	cli_ready_body(struct cli *, cJSON *);
 int	cli_ready_wait(struct cli *, const char *, struct cli_http *);
+int	cli_ports(struct cli *);
 
 /* cli_http.c */
 void	cli_http_init(struct cli_http *, const char *);

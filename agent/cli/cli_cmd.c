@@ -173,6 +173,26 @@ cli_cmd_launch_body(struct cli *c, const char *id)
 	return NULL;
 }
 
+/* --restart and its numbers: the launch's "restart" object. */
+static int
+cli_cmd_restart(struct cli *c, cJSON *o)
+{
+	cJSON	*r;
+
+	if (c->restart == NULL)
+		return 0;
+	if ((r = cJSON_AddObjectToObject(o, "restart")) == NULL ||
+	    cJSON_AddStringToObject(r, "policy", c->restart) == NULL ||
+	    (c->max_restarts >= 0 && cJSON_AddNumberToObject(r, "maxRestarts",
+	    (double)c->max_restarts) == NULL) ||
+	    (c->backoff_ms >= 0 && cJSON_AddNumberToObject(r, "backoffMs",
+	    (double)c->backoff_ms) == NULL) ||
+	    (c->max_backoff_ms >= 0 && cJSON_AddNumberToObject(r,
+	    "maxBackoffMs", (double)c->max_backoff_ms) == NULL))
+		return -1;
+	return 0;
+}
+
 int
 cli_cmd_start(struct cli *c)
 {
@@ -185,7 +205,8 @@ cli_cmd_start(struct cli *c)
 	if (buf_addstr(&h.target, "/v1/processes") == -1 ||
 	    (h.json = cli_cmd_launch_body(c, c->id)) == NULL ||
 	    (c->with_stdin && cJSON_AddStringToObject(h.json, "stdin",
-	    "pipe") == NULL)) {
+	    "pipe") == NULL) || cli_cmd_restart(c, h.json) == -1 ||
+	    cli_ready_body(c, h.json) == -1) {
 		cli_warnx("out of memory");
 		cli_http_free(&h);
 		return CLI_REFUSED;

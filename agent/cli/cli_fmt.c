@@ -373,6 +373,12 @@ cli_fmt_ps_row(char **row, const cJSON *p, int64_t now, struct buf *cmd)
 	    cJSON_IsNumber(v) ? v->valueint : 0);
 	row[PS_PID] = strdup(tmp);
 	state = cli_fmt_str(p, "state");
+	/* Between two runs of its restart policy: no process, a wait. */
+	v = cJSON_GetObjectItemCaseSensitive(p, "restart");
+	if (state != NULL && strcmp(state, "running") == 0 &&
+	    cli_fmt_str(v, "state") != NULL &&
+	    strcmp(cli_fmt_str(v, "state"), "waiting") == 0)
+		state = "waiting";
 	row[PS_STATE] = strdup(state ? state : "?");
 	cli_fmt_ps_exit(tmp, sizeof(tmp), p);
 	row[PS_EXIT] = strdup(tmp);

@@ -8,6 +8,7 @@
  * a regex, a list) have their parser here, beside their rows.
  */
 #include <errno.h>
+#include <limits.h>
 #include <regex.h>
 #include <signal.h>
 #include <stddef.h>
@@ -150,6 +151,18 @@ static const struct opt cli_opts_start[] = {
 	CLI_MS("ready-timeout", "S", ready_ms, 0,
 	    "give up waiting for ready after this long:\n"
 	    "exit 124, the process keeps running (60)"),
+	CLI_STR("restart", 0, "POLICY", restart,
+	    "run it again when it ends: on-failure (a\n"
+	    "non-zero exit or a crash), always, or no"),
+	CLI_COUNT("max-restarts", "N", OPT_INT64, max_restarts, 0, INT_MAX,
+	    "want a whole number >= 0",
+	    "give up after N restarts (default: more\n"
+	    "than 10 within 5 minutes)"),
+	CLI_MS("backoff", "S", backoff_ms, 0,
+	    "wait before the first restart (0.5); it\n"
+	    "doubles each time, back to it after 10 s up"),
+	CLI_MS("max-backoff", "S", max_backoff_ms, 0,
+	    "the longest wait between two runs (30)"),
 	OPT_END
 };
 
@@ -292,6 +305,12 @@ static const struct opt cli_opts_events[] = {
 	OPT_END
 };
 
+static const struct opt cli_opts_ports[] = {
+	CLI_JSON_OPT("print the agent's JSON array: {\"port\",\"address\",\n"
+	    "\"pid\",\"id\"} each"),
+	OPT_END
+};
+
 static const struct opt cli_opts_hydrate[] = {
 	CLI_JSON_OPT("print the agent's {\"ok\":true}"),
 	OPT_END
@@ -301,6 +320,13 @@ const struct cli_cmd cli_cmds[] = {
 	{ "health", cli_cmd_health, cli_opts_health, "[--json]", 0, 0, 0,
 	    "show the agent's boot ID, version, uptime and counts",
 	    "Show the agent's boot ID, version, uptime and process counts." },
+	{ "ports", cli_ports, cli_opts_ports, "[--json]", 0, 0, 0,
+	    "list the listening TCP ports and their owners",
+	    "List the TCP sockets that listen in the agent's network\n"
+	    "namespace (IPv4 and IPv6), by port: PORT, ADDRESS, PID (the\n"
+	    "process that holds it, \"-\" when none of those the agent\n"
+	    "sees does) and ID (the process or terminal of tend's that\n"
+	    "started it or its ancestor, \"-\" when none)." },
 	{ "ps", cli_cmd_ps, cli_opts_ps,
 	    "[-a] [--json] [--resources] [--boot BOOT] [--terminals]", 0, 0,
 	    0, "list this boot's processes",
@@ -321,7 +347,10 @@ const struct cli_cmd cli_cmds[] = {
 	    "ready (both, if both are given): exit 6 if it ends first, 124\n"
 	    "if --ready-timeout runs out.  --memory, --memory-high, --pids\n"
 	    "and --cpus limit its cgroup; an agent without the controller\n"
-	    "refuses them (exit 1, limits_unavailable): never ignored." },
+	    "refuses them (exit 1, limits_unavailable): never ignored.\n"
+	    "--restart keeps it running: the same ID, runs numbered (`tend\n"
+	    "status` shows run, restarts and the policy's state); `tend\n"
+	    "wait` returns once no run is due, `tend kill` stops the policy." },
 	{ "run", cli_run, cli_opts_run, "[OPTIONS] -- ARGV...", 1, -1,
 	    CMD_ORDERED | CMD_LAUNCH | CMD_PROCEXIT,
 	    "run a process, stream its output, exit with its code",
@@ -551,6 +580,7 @@ cli_opt_regex(const struct opt *o, void *base, const char *arg,
 		return -1;
 	}
 	c->ready_log = 1;
+	c->ready_text = arg;
 	return 0;
 }
 

@@ -1,12 +1,14 @@
 /*
- * cli_ready.c: start --ready-port and --ready-log, one exec instead of a
- * polling loop — whether something listens on a TCP port (from
- * /proc/net/tcp and tcp6), whether a line of the process's stored output
- * matches a regex (JSON polls of its logs), and the loop that checks both
- * until the process is ready, has ended, or --ready-timeout ran out.
+ * cli_ready.c: start --ready-port and --ready-log.  The agent watches
+ * readiness (the launch's "ready"): the port, and the log when the REGEX
+ * is a plain string (no character special to a POSIX extended regex),
+ * which a line matches exactly when it holds that string; then the CLI
+ * waits with POST .../wait?for=ready.  A REGEX that is more than a string
+ * is judged here: a polling loop over the process's stored output (JSON
+ * polls of its logs), the port still the agent's (the status's "ready",
+ * the launch asking for the port alone), until the process is ready, has
+ * ended, or --ready-timeout ran out.
  */
-#include <netinet/tcp.h>
-
 #include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -19,48 +21,16 @@
 
 #include "cli.h"
 
-static int	cli_ready_listening(int);
 static int	cli_ready_lines(struct cli *, struct buf *, const char *,
 		    size_t);
 static int	cli_ready_streams(struct cli *, cJSON *, struct buf [2]);
 static int	cli_ready_log(struct cli *, const char *, char *, size_t,
 		    struct buf [2], int64_t);
 static int	cli_ready_check(struct cli *, const char *, struct cli_http *,
-		    int, int64_t);
-
-/*
- * Whether a socket listens on TCP port, in this network namespace: the
- * local address of a LISTEN (0A) row of /proc/net/tcp or tcp6, e.g.
- * "   0: 00000000:1F90 00000000:0000 0A ...".
- */
-static int
-cli_ready_listening(int port)
-{
-	static const char *const	 files[] = {
-		"/proc/net/tcp", "/proc/net/tcp6"
-	};
-	char				 line[CLI_NETLINE_MAX], *p;
-	unsigned int			 lport, st;
-	size_t				 i;
-	FILE				*f;
-	int				 found = 0;
-
-	for (i = 0; i < sizeof(files) / sizeof(files[0]) && !found; i++) {
-		if ((f = fopen(files[i], "re")) == NULL)
-			continue;	/* no IPv6 in this kernel */
-		while (!found && fgets(line, sizeof(line), f) != NULL) {
-			/* The local address ends at the first space after it. */
-			if ((p = strchr(line, ':')) == NULL ||
-			    (p = strchr(p + 2, ':')) == NULL)
-				continue;
-			if (sscanf(p + 1, "%x %*s %x", &lport, &st) == 2 &&
-			    (int)lport == port && st == TCP_LISTEN)
-				found = 1;
-		}
-		fclose(f);
-	}
-	return found;
-}
+		    int, int64_t, int *);
+static int	cli_ready_literal(const char *);
+static int	cli_ready_agent(struct cli *, const char *, struct cli_http *);
+static int	cli_ready_poll(struct cli *, const char *, struct cli_http *);
 
 /*
  * Complete lines of one stream against --ready-log: 1 on a match, 0 not
@@ -159,11 +129,12 @@ cli_ready_log(struct cli *c, const char *id, char *cursor, size_t cursorlen,
 /*
  * One fresh status after a pause of at most left ms (0 when ready):
  * CLI_OK while it runs and is not ready, -1 when it runs and is ready,
- * else the exit code.  h then holds the process's latest status.
+ * else the exit code.  h then holds the process's latest status, and
+ * *port_ok whether the agent found the port (its "ready").
  */
 static int
 cli_ready_check(struct cli *c, const char *id, struct cli_http *h,
-    int ready, int64_t deadline)
+    int ready, int64_t deadline, int *port_ok)
 {
 	struct cli_http	 w;
 	int64_t		 left;
@@ -178,6 +149,9 @@ cli_ready_check(struct cli *c, const char *id, struct cli_http *h,
 	if ((rv = cli_http_wait(c, id, left > 0 ? left : 1, &w, &st,
 	    &running)) != CLI_OK)
 		return rv;
+	if (!*port_ok)
+		*port_ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(st,
+		    "ready"));
 	cJSON_Delete(st);
 	cli_http_free(h);
 	*h = w;			/* the latest status */
@@ -201,8 +175,8 @@ cli_ready_check(struct cli *c, const char *id, struct cli_http *h,
  * the wait route doubles as the pause between checks, and ends it early
  * when the process ends.  h then holds the process's latest status.
  */
-int
-cli_ready_wait(struct cli *c, const char *id, struct cli_http *h)
+static int
+cli_ready_poll(struct cli *c, const char *id, struct cli_http *h)
 {
 	struct buf	 line[2] = { { 0 }, { 0 } };
 	char		 cursor[CLI_CURSOR_MAX] = "";
@@ -221,13 +195,131 @@ cli_ready_wait(struct cli *c, const char *id, struct cli_http *h)
 			}
 			log_ok = r;
 		}
-		if (!port_ok)
-			port_ok = cli_ready_listening(c->ready_port);
 	} while ((rv = cli_ready_check(c, id, h, port_ok && log_ok,
-	    deadline)) == CLI_OK);
+	    deadline, &port_ok)) == CLI_OK);
 	if (rv == -1)
 		rv = CLI_OK;
 	buf_free(&line[0]);
 	buf_free(&line[1]);
 	return rv;
+}
+
+/* ---------------------------------------------------------------------
+ * The agent's readiness.
+ */
+
+/* Is a regex a plain string: a line matches it when it holds it? */
+static int
+cli_ready_literal(const char *re)
+{
+	return re[0] != '\0' && strlen(re) <= READY_LOG_MAX &&
+	    strpbrk(re, ".[]()*+?{}|^$\\") == NULL;
+}
+
+/*
+ * "ready" of the launch body when the agent can judge all that is asked
+ * (else the CLI polls, cli_ready_poll).  -1: out of memory.
+ */
+int
+cli_ready_body(struct cli *c, cJSON *o)
+{
+	cJSON	*r;
+
+	if (!c->ready_port && !c->ready_log)
+		return 0;
+	/* A REGEX judged here: the agent is asked for the port alone. */
+	if (c->ready_log && !cli_ready_literal(c->ready_text)) {
+		if (!c->ready_port)
+			return 0;
+		if ((r = cJSON_AddObjectToObject(o, "ready")) == NULL ||
+		    cJSON_AddNumberToObject(r, "port", c->ready_port) == NULL)
+			return -1;
+		return 0;
+	}
+	if ((r = cJSON_AddObjectToObject(o, "ready")) == NULL)
+		return -1;
+	if (c->ready_port &&
+	    cJSON_AddNumberToObject(r, "port", c->ready_port) == NULL)
+		return -1;
+	if (c->ready_log &&
+	    cJSON_AddStringToObject(r, "log", c->ready_text) == NULL)
+		return -1;
+	/* 0 is "already late": the agent's least is 1 ms. */
+	if (cJSON_AddNumberToObject(r, "timeoutMs", (double)(c->ready_ms > 0 ?
+	    c->ready_ms : c->ready_ms == 0 ? 1 : CLI_READY_TIMEOUT)) == NULL)
+		return -1;
+	return 0;
+}
+
+/*
+ * wait?for=ready in pieces (as `tend wait`): 200 ready (or a piece ran
+ * out), 409 "ended" or "ready_timeout".  h then holds the latest status.
+ */
+static int
+cli_ready_agent(struct cli *c, const char *id, struct cli_http *h)
+{
+	struct cli_http	 w;
+	const char	*code;
+	char		 arg[24];
+	cJSON		*j;
+	int		 rv, running;
+
+	for (;;) {
+		snprintf(arg, sizeof(arg), "%d", CLI_WAIT_PIECE);
+		cli_http_init(&w, "POST");
+		w.quiet = 1;
+		w.named = 1;
+		if (cli_http_proc_target(&w, id, "/wait") == -1 ||
+		    cli_http_query(&w, "for", "ready") == -1 ||
+		    cli_http_query(&w, "timeout", arg) == -1) {
+			cli_http_free(&w);
+			return CLI_REFUSED;
+		}
+		rv = cli_http_call(c, &w);
+		if (w.status == 200) {
+			j = cli_http_json(&w);
+			running = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j,
+			    "ready"));
+			cJSON_Delete(j);
+			cli_http_free(h);
+			*h = w;
+			if (running)
+				return CLI_OK;
+			continue;	/* a piece ran out */
+		}
+		if (w.status != 409) {
+			if (rv != CLI_OK && w.status != 0)
+				cli_http_print_error(c, &w);
+			cli_http_free(&w);
+			return rv != CLI_OK ? rv : CLI_REFUSED;
+		}
+		j = cli_http_json(&w);
+		code = cli_fmt_str(j, "code");
+		rv = code != NULL && strcmp(code, "ended") == 0 ?
+		    CLI_NOTREADY : CLI_TIMEDOUT;
+		cJSON_Delete(j);
+		cli_http_free(&w);
+		break;
+	}
+	if (rv == CLI_NOTREADY)
+		cli_report(c, "ended", "process '%s' ended before it was "
+		    "ready (see `tend status %s`)", id, id);
+	else
+		cli_report(c, "timeout", "process '%s' is not ready after the "
+		    "--ready-timeout (it keeps running)", id);
+	/* The latest status, for --json. */
+	if (cli_http_wait(c, id, 1, &w, &j, &running) == CLI_OK) {
+		cJSON_Delete(j);
+		cli_http_free(h);
+		*h = w;
+	}
+	return rv;
+}
+
+int
+cli_ready_wait(struct cli *c, const char *id, struct cli_http *h)
+{
+	if (c->ready_log && !cli_ready_literal(c->ready_text))
+		return cli_ready_poll(c, id, h);
+	return cli_ready_agent(c, id, h);
 }

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "api.h"
 #include "base/codec.h"
+#include "base/util.h"
 #include "store/boot.h"
 #include "sys/cgroup.h"
 #include "sys/user.h"
@@ -548,6 +550,69 @@ api_opt_scalars(const cJSON *j, bool exec, struct proc_opts *o,
 	return 0;
 }
 
+/* "ready" (core/ready): its message names the field within. */
+static int
+api_opt_ready(const cJSON *f, struct proc_opts *o, struct api_err *e)
+{
+	const char	*why;
+
+	if (ready_opts_parse(f, &o->ready, &why) == 0)
+		return 0;
+	api_err_set(e, 400, "invalid_request", "ready", "%s", why);
+	return -1;
+}
+
+/*
+ * "restart": {"policy","maxRestarts","backoffMs","maxBackoffMs"}, a
+ * record's (not exec's: its reply is its one run).
+ */
+static int
+api_opt_restart(const cJSON *j, bool exec, struct proc_opts *o,
+    struct api_err *e)
+{
+	static const char *const names[] = { "no", "on-failure", "always" };
+	struct proc_restart_opts *r = &o->restart;
+	const cJSON	*f, *v;
+	size_t		 i;
+
+	r->max = -1;
+	r->backoff_s = RESTART_BACKOFF_MS / 1000.0;
+	r->max_backoff_s = RESTART_MAX_BACKOFF_MS / 1000.0;
+	if ((f = cJSON_GetObjectItemCaseSensitive(j, "restart")) == NULL)
+		return 0;
+	if (exec) {
+		api_err_invalid(e, "restart", "is for a record (POST "
+		    "/v1/processes), not exec");
+		return -1;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(f, "policy");
+	for (i = 0; cJSON_IsString(v) && i < nitems(names); i++)
+		if (strcmp(v->valuestring, names[i]) == 0)
+			break;
+	if (!cJSON_IsObject(f) || !cJSON_IsString(v) || i == nitems(names)) {
+		api_err_invalid(e, "restart", "must be an object with a "
+		    "\"policy\": \"no\", \"on-failure\" or \"always\"");
+		return -1;
+	}
+	r->policy = (enum proc_policy)i;
+	if ((v = cJSON_GetObjectItemCaseSensitive(f, "maxRestarts")) != NULL) {
+		if (!api_integer(v, 0, INT_MAX)) {
+			api_err_invalid(e, "restart", "maxRestarts must be an "
+			    "integer >= 0");
+			return -1;
+		}
+		r->max = (int)v->valuedouble;
+	}
+	if (api_opt_ms(f, "backoffMs", true, &r->backoff_s, "must be a "
+	    "number of milliseconds >= 0", e) == -1 ||
+	    api_opt_ms(f, "maxBackoffMs", true, &r->max_backoff_s, "must be a "
+	    "number of milliseconds >= 0", e) == -1)
+		return -1;
+	if (r->max_backoff_s < r->backoff_s)
+		r->max_backoff_s = r->backoff_s;
+	return 0;
+}
+
 /*
  * The body of POST /v1/processes (and /v1/exec).  Field rules are the
  * bridge's; the fields are checked in the order they always were, so a
@@ -583,6 +648,11 @@ api_launch_opts(const cJSON *j, bool exec, const char *defuser,
 		return -1;
 	if ((f = cJSON_GetObjectItemCaseSensitive(j, "tags")) != NULL &&
 	    api_opt_tags(f, o, e) == -1)
+		return -1;
+	if (api_opt_restart(j, exec, o, e) == -1)
+		return -1;
+	if (!exec && (f = cJSON_GetObjectItemCaseSensitive(j, "ready")) !=
+	    NULL && api_opt_ready(f, o, e) == -1)
 		return -1;
 	if (api_confine_opts(j, defuser, &c, e) == -1)
 		return -1;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "api_input.h"
+#include "api_ports.h"
 #include "api_proc.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -412,6 +413,29 @@ api_waiter_closed(struct http_conn *c, void *owner)
 	api_waiter_free(owner);
 }
 
+/* ?for=end (the default) or ready (api_ports: the readiness wait). */
+static int
+api_wait_for_query(struct http_req *r, bool *ready, struct api_err *e)
+{
+	char	v[8];
+
+	*ready = false;
+	switch (http_query(r, "for", v, sizeof(v))) {
+	case 0:
+		return 0;
+	case 1:
+		if (strcmp(v, "end") == 0)
+			return 0;
+		if (strcmp(v, "ready") == 0) {
+			*ready = true;
+			return 0;
+		}
+		break;
+	}
+	api_err_invalid(e, "for", "must be end or ready");
+	return -1;
+}
+
 static void
 api_wait(struct http_conn *c, struct http_req *r)
 {
@@ -419,12 +443,18 @@ api_wait(struct http_conn *c, struct http_req *r)
 	struct api_err		 e;
 	struct proc		*p;
 	uint64_t		 ms;
+	bool			 ready;
 	int			 fd;
 
 	if (api_pin(api_of(c), r, false, &fd, &e) != 0 ||
 	    api_proc_timeout_query(r, &ms, &e) == -1 ||
+	    api_wait_for_query(r, &ready, &e) == -1 ||
 	    (p = api_proc(api_of(c), r, &e)) == NULL) {
 		api_reply_err(c, &e);
+		return;
+	}
+	if (ready) {
+		api_ports_wait_ready(c, p, ms);
 		return;
 	}
 	if (proc_ended(p, PROC_END_STATE)) {

@@ -98,7 +98,6 @@
 #define CLI_READY_POLL		20		/* ms between readiness checks */
 #define CLI_READY_TIMEOUT	60000		/* ms, default --ready-timeout */
 #define CLI_READY_LINE_MAX	(64 * 1024)	/* of a line matched whole */
-#define CLI_NETLINE_MAX		512		/* of a /proc/net/tcp line */
 #define CLI_MAX_PENDING		16		/* signals before the reply */
 #define CLI_STDIN_CHUNK		(64 * 1024)	/* run --stdin, one read */
 /* run --stdin travels as base64 (4/3) in a JSON body of HTTP_MAX_BODY. */
@@ -177,6 +176,14 @@
 #define PROC_SETTLE_SOON	0.005	/* s, after an orphan of a group died */
 #define PROC_FIRST_STATUS	0.1	/* s, delay of the first status.json */
 #define PROC_SYNC_DELAY		1.0	/* s, final statuses reach the disk */
+
+/* Restart policy (proc_restart.c). */
+#define RESTART_BACKOFF_MS	500	/* the first wait, by default */
+#define RESTART_MAX_BACKOFF_MS	30000	/* the doubling's cap, by default */
+#define RESTART_RESET_S		10.0	/* a run this long resets the backoff */
+#define RESTART_WINDOW_N	10	/* the breaker: this many restarts... */
+#define RESTART_WINDOW_S	300.0	/* ...in this long, and no more */
+#define RESTART_RUNS_KEPT	16	/* runs a status lists, the last ones */
 #define PROC_SWEEP		5.0	/* s, ended records' files closed */
 #define PROC_MS_MAX		1e12	/* ms, largest timeout, killGrace, wait */
 #define EXEC_MAX_OUTPUT_ASK	1e15	/* largest maxOutputBytes taken, then
@@ -296,5 +303,15 @@
 #define EVENTS_PAGE_CAP		10000		/* largest ?limit= */
 #define EVENTS_ARGV0_MAX	256		/* of argv[0] in an event */
 #define EVENTS_HELD_MAX		64		/* refused by the disk, held for the next try */
+
+/* Listening ports and readiness (sys/ports, core/portwatch, core/ready, api/api_ports). */
+#define PORTS_MAX		4096	/* sockets listed; past it the list is cut */
+#define PORTS_SCAN_BUDGET	256	/* /proc entries looked at per loop turn */
+#define PORTS_PPID_DEPTH	64	/* ancestors looked at for an owner */
+#define PORTS_MEMO		64	/* holders' owners remembered per refresh */
+#define PORTS_POLL_MS		500	/* between refreshes while a job runs */
+#define PORTS_READY_POLL_MS	20	/* ... while a readiness awaits a port */
+#define READY_LOG_MAX		1024	/* of a ready.log substring */
+#define READY_READ		(16 * 1024)	/* output read at a time for it */
 
 #endif

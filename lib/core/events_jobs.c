@@ -76,6 +76,8 @@ events_ended(struct job *j, bool proc)
 	    term_exit_json((struct term *)(void *)j));
 	cJSON_AddNumberToObject(o, "durationMs",
 	    (double)(j->ended_ms - j->started_ms));
+	if (proc && proc_run(proc_of(j)) > 0)	/* the last of its runs */
+		cJSON_AddNumberToObject(o, "run", proc_run(proc_of(j)));
 	events_emit(proc ? "process.exited" : "terminal.closed", o);
 }
 

@@ -233,6 +233,10 @@ jobtab_signal_all(struct jobtab *t, int sig)
 {
 	struct job	*j;
 
+	for (j = t->head; j != NULL && !t->stopping; j = j->next)
+		if (j->state == JOB_RUNNING && j->kind->stop != NULL)
+			j->kind->stop(j);
+	t->stopping = true;
 	for (j = t->head; j != NULL; j = j->next)
 		if (j->state == JOB_RUNNING)
 			job_signal(j, sig);
@@ -347,6 +351,23 @@ job_begin(struct job *j)
 	t->started++;
 }
 
+/*
+ * A next run of a job that has not ended: its new root in the pid hash,
+ * the last one's exit and signals forgotten.
+ */
+void
+job_rerun(struct job *j)
+{
+	struct job	**b;
+
+	j->reaped = false;
+	memset(&j->exit, 0, sizeof(j->exit));
+	j->sigsent = 0;
+	b = job_pid_bucket(j->tab, j->pid);
+	j->pidnext = *b;
+	*b = j;
+}
+
 void
 job_out_start(struct job *j, int s, int fd)
 {
@@ -435,6 +456,7 @@ job_kill_root(struct job *j, int sig)
 		errno = ESRCH;
 		return -1;
 	}
+	job_sent(j, sig);
 	return kill(j->pid, sig);
 }
 

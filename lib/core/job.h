@@ -103,6 +103,11 @@ struct job_kind {
 	void	(*emptied)(struct job *);
 	/* Frozen or thawed (a timeout pauses meanwhile); or NULL. */
 	void	(*frozen)(struct job *, bool);
+	/*
+	 * Shutdown begins (jobtab_signal_all): end what no signal would (a
+	 * record between two runs); or NULL.
+	 */
+	void	(*stop)(struct job *);
 };
 
 struct job {
@@ -139,6 +144,8 @@ struct job {
 	struct cgroup_usage usage;	/* final once ended (has_usage) */
 	bool		 has_usage;
 	bool		 frozen;	/* asked to be (cg.frozen: it is) */
+	uint64_t	 oom_seen;	/* OOM kills of its cgroup told so far */
+	uint64_t	 sigsent;	/* signals tend sent it (1 << n) */
 };
 
 struct jobtab {
@@ -155,6 +162,7 @@ struct jobtab {
 	int		 maxlive;
 	int		 keep;		/* ended jobs kept (job_trim) */
 	bool		 trim_at_end;	/* job_ended trims, off the loop */
+	bool		 stopping;	/* jobtab_signal_all: all of them end */
 	ev_prepare	 trim;
 	char		**baseenv;	/* children's environment: no TEND_* */
 	const struct spawn_limits *limits;	/* what children get */
@@ -223,6 +231,8 @@ int	 job_spawn(struct job *, struct spawn_opts *, char **env,
 	    const char *extra, bool *failed);
 /* Launched: running, in the table (not yet told: JOBTAB_EV_START). */
 void	 job_begin(struct job *);
+/* The next run of a job still running, spawned (job_spawn): its root's. */
+void	 job_rerun(struct job *);
 /* Stream s's fd, drained from now on. */
 void	 job_out_start(struct job *, int s, int fd);
 /* The input fd (shared: out[0], written and read). */
@@ -257,6 +267,15 @@ void	 job_limits_json(const struct cgroup_limits *, cJSON *obj);
 void	 job_cgroup_changed(struct cgroup *);
 /* Signal the root alone: -1 ESRCH once reaped (or never spawned). */
 int	 job_kill_root(struct job *, int sig);
+
+/* sig was sent by tend (a run it ends is not restarted). */
+static inline void
+job_sent(struct job *j, int sig)
+{
+	if (sig > 0 && sig < 64)
+		j->sigsent |= (uint64_t)1 << sig;
+}
+
 /*
  * Remove the files, then the job; a job still running is killed
  * (kind->signal KILL, and the root).  -1 and errno when the files stay:

@@ -36,10 +36,11 @@ job_cg_make(struct job *j, struct spawn_opts *so)
 	job_limits_default(&j->limits, j->tab->dflt_limits);
 	/*
 	 * Its cgroup, with its limits, before it exists: it is born there.
-	 * Limits that cannot be had refuse the launch (EOPNOTSUPP).
+	 * Limits that cannot be had refuse the launch (EOPNOTSUPP).  A
+	 * record's next run is born in the same one.
 	 */
-	if (cgroups_on() && cgroup_make(&j->cg, j->kind->cgkind,
-	    &j->limits) == -1)
+	if (cgroups_on() && j->cg.fd == -1 && cgroup_make(&j->cg,
+	    j->kind->cgkind, &j->limits) == -1)
 		return -1;
 	if (!cgroups_on() && cgroups_lacks(&j->limits) != NULL) {
 		errno = EOPNOTSUPP;
@@ -50,12 +51,21 @@ job_cg_make(struct job *j, struct spawn_opts *so)
 	return 0;
 }
 
-/* The OOM killer's work, told from any other KILL by its count. */
+/*
+ * The OOM killer's work, told from any other KILL by its count: a kill
+ * since the last one told (a record's earlier run).
+ */
 void
 job_cg_reaped(struct job *j)
 {
-	if (j->cg.fd != -1 && (cgroups_controllers() & (1u << CG_MEMORY)))
-		j->exit.oom_killed = cgroup_oom_kills(&j->cg) > 0;
+	int64_t	n;
+
+	if (j->cg.fd == -1 || !(cgroups_controllers() & (1u << CG_MEMORY)))
+		return;
+	n = cgroup_oom_kills(&j->cg);
+	j->exit.oom_killed = n > 0 && (uint64_t)n > j->oom_seen;
+	if (n > 0)
+		j->oom_seen = (uint64_t)n;
 }
 
 /* Nothing of it outlives it: what is left is killed, then removed. */
@@ -86,7 +96,7 @@ job_cgroup_final(struct job *j)
 	/* Once at the end, once more if members outlived it: counted once. */
 	cgroup_usage(&j->cg, &j->usage);
 	j->has_usage = true;
-	if (j->usage.oom_kills > 0)
+	if (j->usage.oom_kills > 0 && (uint64_t)j->usage.oom_kills > j->oom_seen)
 		j->exit.oom_killed = true;
 	if (j->usage.cpu_usec > cpu0)
 		j->tab->cpu_usec += (uint64_t)(j->usage.cpu_usec - cpu0);
@@ -122,6 +132,7 @@ job_cgroup_changed(struct cgroup *c)
 void
 job_signal(struct job *j, int sig)
 {
+	job_sent(j, sig);
 	if (j->cg.fd == -1)
 		j->kind->signal(j, sig);
 	else if (sig == SIGKILL)

@@ -22,19 +22,9 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "events.h"
-#include "proc.h"
-
-/* The pipes of a launch: pipe2 pairs ([0] reads), -1 where there is none. */
-struct proc_pipes {
-	int	out[2], err[2], in[2];
-	int	null;		/* the table's /dev/null for stdin "null" */
-};
+#include "proc_int.h"
 
 static struct proc *proc_new(struct proctab *, const struct proc_opts *);
-static int	proc_pipes_open(struct proctab *, struct proc_pipes *, bool);
-static void	proc_pipes_close(struct proc_pipes *);
-static int	proc_exec(struct proc *, const struct proc_opts *,
-		    const struct proc_pipes *, bool *);
 static void	proc_begin(struct proc *, const struct proc_opts *,
 		    struct proc_pipes *);
 static void	proc_timeout_cb(struct ev_loop *, ev_timer *, int);
@@ -46,7 +36,6 @@ static void	proc_settle(struct proc *);
 static int	proc_open_record(struct proc *, uint64_t);
 static void	proc_write_meta(struct proc *, const struct proc_opts *);
 static char	*proc_meta_json(struct proc *, const struct proc_opts *);
-static void	proc_write_status(struct proc *, bool);
 static cJSON	*proc_status_build(struct proc *, bool);
 static void	proc_first_status_cb(struct ev_loop *, ev_timer *, int);
 static cJSON	*proc_kind_status(struct job *, bool);
@@ -56,16 +45,18 @@ static void	proc_kind_end(struct job *);
 static void	proc_kind_free(struct job *);
 static void	proc_kind_emptied(struct job *);
 static void	proc_kind_frozen(struct job *, bool);
+static void	proc_kind_stop(struct job *);
 
 /* What a process is to the engine. */
 static const struct job_kind proc_kind = {
 	"process_removed", "record_remove_failed", proc_kind_status,
 	proc_kind_drained, NULL, proc_kind_signal, proc_kind_end,
-	proc_kind_free, CG_PROC, proc_kind_emptied, proc_kind_frozen
+	proc_kind_free, CG_PROC, proc_kind_emptied, proc_kind_frozen,
+	proc_kind_stop
 };
 
 /* The table of a process. */
-static struct proctab *
+struct proctab *
 proc_tab(struct proc *p)
 {
 	return container_of(p->job.tab, struct proctab, jobs);
@@ -178,6 +169,8 @@ proc_spawn(struct proctab *t, const struct proc_opts *o, bool *spawn_failed,
 		goto fail;
 	}
 	proc_begin(p, o, &pp);
+	if (p->ready != NULL)
+		ready_start(p->ready, &p->job);
 	return p;
 
 fail:
@@ -197,6 +190,7 @@ proc_new(struct proctab *t, const struct proc_opts *o)
 		return NULL;
 	p->grace_s = o->grace_s;
 	p->timeout_kill = o->timeout_kill;
+	p->timeout_s = o->timeout_s;
 	p->job.limits = o->limits;
 	p->stdin_pipe = o->stdin_pipe;
 	/*
@@ -205,7 +199,10 @@ proc_new(struct proctab *t, const struct proc_opts *o)
 	 */
 	p->tags = o->tags ? cJSON_PrintUnformatted(o->tags) : strdup("{}");
 	if (job_init(&p->job, &t->jobs, &proc_kind, o->id, 'p', o->argv,
-	    o->cwd) == -1 || p->tags == NULL) {
+	    o->cwd) == -1 || p->tags == NULL ||
+	    (o->restart.policy != PROC_RESTART_NO &&
+	    proc_restart_new(p, o) == -1) ||
+	    (o->ready.on && (p->ready = ready_new(&o->ready)) == NULL)) {
 		job_free(&p->job);
 		errno = ENOMEM;
 		return NULL;
@@ -228,7 +225,7 @@ proc_pipe(int fds[2], int parent_end)
 	return 0;
 }
 
-static int
+int
 proc_pipes_open(struct proctab *t, struct proc_pipes *pp, bool stdin_pipe)
 {
 	pp->out[0] = pp->out[1] = pp->err[0] = pp->err[1] = -1;
@@ -246,7 +243,7 @@ proc_pipes_open(struct proctab *t, struct proc_pipes *pp, bool stdin_pipe)
 	return proctab_devnull(t) == -1 ? -1 : 0;
 }
 
-static void
+void
 proc_pipes_close(struct proc_pipes *pp)
 {
 	int	i, saved = errno;
@@ -269,7 +266,7 @@ proc_pipes_close(struct proc_pipes *pp)
  * The child: its own session and process group, the three pipes and
  * nothing else of the agent, the children's limits.  -1 and errno.
  */
-static int
+int
 proc_exec(struct proc *p, const struct proc_opts *o,
     const struct proc_pipes *pp, bool *failed)
 {
@@ -297,23 +294,11 @@ proc_begin(struct proc *p, const struct proc_opts *o, struct proc_pipes *pp)
 	struct ev_loop	*loop = p->job.tab->loop;
 
 	job_begin(&p->job);
-	job_out_start(&p->job, LS_STDOUT, pp->out[0]);
-	job_out_start(&p->job, LS_STDERR, pp->err[0]);
-	close(pp->out[1]);
-	close(pp->err[1]);
-	if (pp->null != -1)
-		close(pp->null);
-	if (o->stdin_pipe) {
-		close(pp->in[0]);
-		job_in_start(&p->job, pp->in[1], false);
-	}
 	ev_timer_init(&p->timeout, proc_timeout_cb, o->timeout_s, 0.);
 	job_grace_init(&p->job, p->grace_s);
 	ev_timer_init(&p->settle, proc_settle_cb, PROC_SETTLE_POLL,
 	    PROC_SETTLE_POLL);
-	p->settle_soon = PROC_SETTLE_SOON;
-	if (o->timeout_s > 0)
-		ev_timer_start(loop, &p->timeout);
+	proc_run_start(p, pp);
 	proc_write_meta(p, o);
 	/*
 	 * The first status waits a moment: a process that ends by then gets
@@ -326,6 +311,30 @@ proc_begin(struct proc *p, const struct proc_opts *o, struct proc_pipes *pp)
 	log_info("event=process_started id=%s pid=%d", p->job.id,
 	    (int)p->job.pid);
 	jobtab_tell(p->job.tab, &p->job, JOBTAB_EV_START);
+}
+
+/* A run's pipes go to the loop; the child's ends close; its timeout runs. */
+void
+proc_run_start(struct proc *p, struct proc_pipes *pp)
+{
+	job_out_start(&p->job, LS_STDOUT, pp->out[0]);
+	job_out_start(&p->job, LS_STDERR, pp->err[0]);
+	close(pp->out[1]);
+	close(pp->err[1]);
+	if (pp->null != -1)
+		close(pp->null);
+	if (pp->in[1] != -1) {
+		close(pp->in[0]);
+		job_in_start(&p->job, pp->in[1], false);
+	}
+	p->settle_soon = PROC_SETTLE_SOON;
+	p->timeout_left = 0;
+	if (p->rs != NULL)
+		proc_restart_run_begun(p);
+	if (p->timeout_s > 0) {
+		ev_timer_set(&p->timeout, p->timeout_s, 0.);
+		ev_timer_start(p->job.tab->loop, &p->timeout);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -371,6 +380,8 @@ proc_meta_json(struct proc *p, const struct proc_opts *o)
 	    (double)p->job.rec.ls.maxbytes);
 	spawn_confine_json(a, &o->confine, o->has_user, o->uid, o->gid);
 	job_limits_json(&p->job.limits, a);
+	if (p->rs != NULL)
+		proc_restart_opts_json(&o->restart, a);
 	cJSON_AddRawToObject(j, "tags", p->tags);
 	return job_meta_text(&p->job, j);
 }
@@ -405,7 +416,7 @@ proc_write_meta(struct proc *p, const struct proc_opts *o)
  * an fsync per file on the loop: a record found "running" after a crash
  * becomes "lost" either way.
  */
-static void
+void
 proc_write_status(struct proc *p, bool final)
 {
 	bool	was_failed = record_status_failed(&p->job.rec);
@@ -551,18 +562,23 @@ proc_group_kill(struct proc *p, int sig)
 		errno = ESRCH;	/* kill(0) would be the agent's own group */
 		return -1;
 	}
+	job_sent(&p->job, sig);
 	return kill(-p->job.pid, sig);
 }
 
+/* Not to a group no longer there: a record waiting for its next run. */
 static void
 proc_kind_signal(struct job *j, int sig)
 {
-	(void)proc_group_kill(proc_of(j), sig);
+	if (proc_of(j)->rs == NULL || !proc_restart_waiting(proc_of(j)))
+		(void)proc_group_kill(proc_of(j), sig);
 }
 
 static void
 proc_check_settled(struct proc *p)
 {
+	if (p->rs != NULL && proc_restart_waiting(p))
+		return;		/* settled: the next run is not on yet */
 	if (proc_group_empty(p)) {
 		proc_settle(p);
 		return;
@@ -614,6 +630,7 @@ proc_settle_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	proc_check_settled(p);
 }
 
+/* A run settled: the record runs again (its policy), or it ends. */
 static void
 proc_settle(struct proc *p)
 {
@@ -622,13 +639,29 @@ proc_settle(struct proc *p)
 	ev_timer_stop(loop, &p->settle);
 	ev_timer_stop(loop, &p->timeout);
 	ev_timer_stop(loop, &p->job.grace);
-	ev_timer_stop(loop, &p->first_status);
 	/* What the pipes hold now belongs before the end. */
 	job_drain_now(&p->job);
+	if (p->rs != NULL && proc_restart_due(p))
+		return;
+	proc_end(p);
+}
+
+void
+proc_end(struct proc *p)
+{
+	ev_timer_stop(p->job.tab->loop, &p->first_status);
 	job_input_close(&p->job);
 	job_ended(&p->job);
 	proc_write_status(p, true);
 	job_tell_end(&p->job);
+}
+
+/* Shutdown: a record waiting for its next run ends as it is. */
+static void
+proc_kind_stop(struct job *j)
+{
+	if (proc_of(j)->rs != NULL)
+		(void)proc_restart_cancel(proc_of(j), "shutdown");
 }
 
 static void
@@ -675,6 +708,8 @@ proc_terminate(struct proc *p)
 {
 	if (job_running(&p->job) == -1)
 		return -1;
+	if (p->rs != NULL && proc_restart_cancel(p, "cancelled"))
+		return 0;
 	job_signal(&p->job, SIGTERM);
 	job_grace_start(&p->job);
 	return 0;
@@ -686,11 +721,14 @@ proc_grace(struct proc *p)
 	return p->grace_s;
 }
 
+/* A record waiting for its next run: any signal cancels that run. */
 int
 proc_kill(struct proc *p, int sig, bool group)
 {
 	if (job_running(&p->job) == -1)
 		return -1;
+	if (p->rs != NULL && sig != 0 && proc_restart_cancel(p, "cancelled"))
+		return 0;
 	if (group)
 		return proc_group_kill(p, sig);
 	return job_kill_root(&p->job, sig);
@@ -772,7 +810,11 @@ proc_status_build(struct proc *p, bool live)
 	cJSON_AddNumberToObject(j, "stderrBytes", (double)ls->end[LS_STDERR]);
 	cJSON_AddNumberToObject(j, "droppedBytes", (double)ls->dropped);
 	cJSON_AddRawToObject(j, "tags", p->tags);
+	if (p->rs != NULL)
+		proc_restart_status(p, j);
 	job_status_cgroup(jb, j);
+	if (p->ready != NULL)
+		ready_status(p->ready, j);
 	if (live && record_status_failed(&jb->rec))
 		cJSON_AddBoolToObject(j, "statusWriteFailed", true);
 	return j;
@@ -791,6 +833,8 @@ proc_kind_free(struct job *j)
 	ev_timer_stop(loop, &p->timeout);
 	ev_timer_stop(loop, &p->settle);
 	ev_timer_stop(loop, &p->first_status);
+	proc_restart_free(p);
+	ready_free(p->ready);
 	free(p->tags);
 	free(p);
 }

@@ -18,6 +18,7 @@
 
 #include "job.h"
 #include "proctab.h"
+#include "ready.h"
 
 enum proc_state {
 	PROC_RUNNING = JOB_RUNNING,	/* root alive, or its group has not
@@ -49,6 +50,22 @@ enum proc_end {
 	PROC_END_OUTPUT	/* left running, and all its output is stored */
 };
 
+/* A launch's restart policy ("restart"): what a run's end leads to. */
+enum proc_policy {
+	PROC_RESTART_NO,	/* the record ends with its first run */
+	PROC_RESTART_ON_FAILURE,	/* a run that failed is run again */
+	PROC_RESTART_ALWAYS	/* any run is run again */
+};
+
+struct proc_restart_opts {
+	enum proc_policy policy;
+	int		 max;		/* maxRestarts; -1: the breaker's */
+	double		 backoff_s;	/* the first wait */
+	double		 max_backoff_s;	/* the doubling's cap */
+};
+
+struct proc_restart;	/* proc_restart.c's */
+
 /*
  * A process: a job (job.h: its table entry, pipes, stdin, exit, record
  * and watchers) and what only a process group has.
@@ -66,6 +83,9 @@ struct proc {
 	double		 grace_s;
 	bool		 timeout_kill;	/* the timeout KILLs, no TERM first */
 	double		 timeout_left;	/* s, while frozen */
+	double		 timeout_s;	/* each run's; 0: none */
+	struct proc_restart *rs;	/* its policy, or NULL for "no" */
+	struct ready	*ready;		/* launched with "ready", else NULL */
 };
 
 struct proc_opts {
@@ -86,6 +106,8 @@ struct proc_opts {
 	struct cgroup_limits limits;	/* 0s: none */
 	uint64_t	 maxlog;
 	cJSON		*tags;		/* copied, as text */
+	struct proc_restart_opts restart;	/* 0s: "no" */
+	struct ready_opts ready;	/* "ready" (ready.h); on: asked */
 };
 
 /* The process of a job of a process table (NULL for NULL). */
@@ -138,6 +160,8 @@ bool	proc_ended(struct proc *, enum proc_end);
 cJSON	*proc_status_json(struct proc *);
 /* The root's exit: NULL until it is reaped. */
 const struct exit_status *proc_exit(struct proc *);
+/* Its run, 1, 2...: 0 for a record without a restart policy. */
+int	proc_run(struct proc *);
 /* The root's exit as JSON (exitstatus_json), or NULL. */
 cJSON	*proc_exit_json(struct proc *);
 const char *proc_state_name(enum proc_state);

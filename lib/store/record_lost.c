@@ -79,7 +79,7 @@ record_lost_status(const struct record_kind_desc *k, int dfd, const char *id,
     const char *boot, const char *now, cJSON *j)
 {
 	char	 msg[160];
-	cJSON	*err;
+	cJSON	*err, *pol;
 	int	 i;
 
 	if (j == NULL)
@@ -95,6 +95,13 @@ record_lost_status(const struct record_kind_desc *k, int dfd, const char *id,
 	cJSON_AddItemToObject(j, "error", err);
 	cJSON_DeleteItemFromObjectCaseSensitive(j, "endedAt");
 	cJSON_AddStringToObject(j, "endedAt", now);
+	/* A restart policy is said, not taken up: no next run, no wait. */
+	if (cJSON_IsObject(pol = cJSON_GetObjectItemCaseSensitive(j,
+	    "restart"))) {
+		cJSON_DeleteItemFromObjectCaseSensitive(pol, "state");
+		cJSON_DeleteItemFromObjectCaseSensitive(pol, "nextRestartAt");
+		cJSON_AddStringToObject(pol, "state", "lost");
+	}
 	for (i = 0; i < k->nstreams; i++)
 		record_set_size(j, dfd, k->streams[i], k->size[i]);
 	return j;

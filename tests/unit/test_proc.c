@@ -821,6 +821,112 @@ START_TEST(signal_all_and_finalize)
 END_TEST
 
 /* ------------------------------------------------------------------ */
+/* Restart policy */
+
+static const char *
+restart_state(struct proc *p)
+{
+	static char	 st[16];
+	cJSON		*j = proc_status_json(p);
+
+	snprintf(st, sizeof(st), "%s", item(item(j, "restart"),
+	    "state")->valuestring);
+	cJSON_Delete(j);
+	return st;
+}
+
+static bool
+is_waiting(void *arg)
+{
+	return strcmp(restart_state(arg), "waiting") == 0;
+}
+
+START_TEST(restart_numbered_runs)
+{
+	struct proc_opts o = { .argv = ARGV("sh", "-c", "echo r; exit 2"),
+	    .restart = { PROC_RESTART_ON_FAILURE, 2, 0.02, 0.03 } };
+	struct proc	*p;
+	cJSON		*j, *runs, *r;
+	int		 i;
+
+	p = spawn(&o);
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
+	ck_assert_int_eq(proc_run(p), 3);
+	ck_assert_uint_eq(p->job.rec.ls.end[LS_STDOUT], 6);
+	ck_assert_int_eq(tab.jobs.nlive, 0);
+	ck_assert_uint_eq(tab.jobs.started, 1);	/* one record */
+	j = rec_json(p, "status.json");
+	ck_assert_int_eq(item(j, "run")->valueint, 3);
+	ck_assert_int_eq(item(j, "restarts")->valueint, 2);
+	ck_assert_str_eq(item(item(j, "restart"), "state")->valuestring,
+	    "gave_up");
+	ck_assert_str_eq(item(item(j, "restart"), "reason")->valuestring,
+	    "maxRestarts");
+	ck_assert_int_eq(item(item(j, "exit"), "code")->valueint, 2);
+	runs = item(j, "runs");
+	ck_assert_int_eq(cJSON_GetArraySize(runs), 3);
+	for (i = 0; i < 3; i++) {
+		r = cJSON_GetArrayItem(runs, i);
+		ck_assert_int_eq(item(r, "run")->valueint, i + 1);
+		ck_assert_int_eq(item(r, "stdoutOffset")->valueint, 2 * i);
+		ck_assert_int_eq(item(item(r, "exit"), "code")->valueint, 2);
+	}
+	ck_assert_int_ne(item(cJSON_GetArrayItem(runs, 0), "pid")->valueint,
+	    item(cJSON_GetArrayItem(runs, 2), "pid")->valueint);
+	cJSON_Delete(j);
+}
+END_TEST
+
+START_TEST(restart_kill_cancels_wait)
+{
+	struct proc_opts o = { .argv = ARGV("true"),
+	    .restart = { PROC_RESTART_ALWAYS, -1, 30, 30 } };
+	struct proc	*p;
+
+	p = spawn(&o);
+	ck_assert(tu_run_until(loop, is_waiting, p, WAIT_S));
+	ck_assert_int_eq(p->job.state, PROC_RUNNING);
+	ck_assert_int_eq(tab.jobs.nlive, 1);
+	ck_assert_int_eq(proc_kill(p, SIGTERM, true), 0);
+	/* At once: there was no process to wait for. */
+	ck_assert_int_eq(p->job.state, PROC_EXITED);
+	ck_assert_int_eq(tab.jobs.nlive, 0);
+	ck_assert_str_eq(restart_state(p), "stopped");
+	ck_assert_int_eq(proc_run(p), 1);
+	errno = 0;
+	ck_assert_int_eq(proc_kill(p, SIGTERM, true), -1);
+	ck_assert_int_eq(errno, ESRCH);
+}
+END_TEST
+
+START_TEST(restart_not_after_tend_signals)
+{
+	struct proc_opts o = { .argv = ARGV("sleep", "5"),
+	    .restart = { PROC_RESTART_ALWAYS, -1, 0.01, 0.01 } };
+	struct proc_opts w = { .argv = ARGV("false"),
+	    .restart = { PROC_RESTART_ON_FAILURE, -1, 30, 30 } };
+	struct proc	*p, *q;
+
+	/* A kill from tend ends the policy, always included. */
+	p = spawn(&o);
+	ck_assert_int_eq(proc_kill(p, SIGKILL, true), 0);
+	ck_assert(tu_run_until(loop, is_exited, p, WAIT_S));
+	ck_assert_int_eq(proc_run(p), 1);
+	ck_assert_str_eq(restart_state(p), "stopped");
+	/* Shutdown: a run signalled, a record between runs ended. */
+	p = spawn(&o);
+	q = spawn(&w);
+	ck_assert(tu_run_until(loop, is_waiting, q, WAIT_S));
+	proctab_signal_all(&tab, SIGTERM);
+	ck_assert_int_eq(q->job.state, PROC_EXITED);
+	ck_assert(tu_run_until(loop, none_live, NULL, WAIT_S));
+	ck_assert_int_eq(proc_run(p), 1);
+	ck_assert_int_eq(proc_run(q), 1);
+	ck_assert_str_eq(restart_state(p), "stopped");
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
 /* Stdin, environment, the child's state */
 
 START_TEST(stdin_pipe)
@@ -1737,6 +1843,14 @@ proc_suite(void)
 	tcase_add_test(tc, group_settles_late);
 	tcase_add_test(tc, escaped_grandchild);
 	tcase_add_test(tc, signal_all_and_finalize);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("restart");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 10);
+	tcase_add_test(tc, restart_numbered_runs);
+	tcase_add_test(tc, restart_kill_cancels_wait);
+	tcase_add_test(tc, restart_not_after_tend_signals);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("child");
