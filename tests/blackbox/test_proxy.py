@@ -227,7 +227,19 @@ class TestProxyForms(ProxyCase):
         with open(os.path.join(www, "index.html"), "w") as f:
             f.write("<h1>hello from the box</h1>")
         port = free_port()
-        self.serve([PY, "-m", "http.server", "--bind", "127.0.0.1", "--directory", www, str(port)], port)
+        # Launched with readiness: ready means listening, and the listing
+        # names its record (parts 1-2 of the issue), then the proxy.
+        st = self.a.launch_ok([PY, "-m", "http.server", "--bind", "127.0.0.1", "--directory", www,
+                               str(port)], id="web", ready={"port": port, "timeoutMs": 20000})
+        r = self.a.post("/v1/processes/web/wait?for=ready&timeout=20000", timeout=scaled(25))
+        self.assertEqual(r.status, 200, r)
+        self.assertIs(r.json["ready"], True)
+        ports = [p for p in self.a.get("/v1/ports").json if p["port"] == port]
+        self.assertEqual(ports, [{"port": port, "address": "127.0.0.1", "pid": st["pid"], "id": "web"}])
+        # The agent's own /v1/ports goes through the shim as any route.
+        code, _, body = self.preq("GET", "/v1/ports")
+        self.assertEqual(code, 200, body)
+        self.assertIn(port, [p["port"] for p in json.loads(body)])
         st, h, body = self.preq("GET", "/v1/ports/%d/proxy/index.html" % port)
         self.assertEqual(st, 200, body)
         self.assertIn(b"hello from the box", body)
