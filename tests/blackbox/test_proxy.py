@@ -420,6 +420,22 @@ class TestProxyStreams(ProxyCase):
         self.assertIsNotNone(first)
         self.assertLess(first, 1.0)
 
+    def test_client_half_close_still_gets_its_reply(self):
+        port = self.echo_server()
+        s = socket.create_connection(("127.0.0.1", self.shim.port), timeout=scaled(10))
+        s.sendall(("GET /v1/ports/%d/proxy/half HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Connection: close\r\n\r\n" % (port, TOKEN)).encode())
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+        s.close()
+        self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:100])
+        self.assertIn(b'"path": "/half"', got)
+
     def test_server_that_closes_mid_response(self):
         port = self.echo_server()
         c = self.conn()
