@@ -519,7 +519,7 @@ shim_proxy_head(struct shim_conn *c, const struct shim_route *r, size_t n)
 	char			 want[SHIM_COOKIE_HEX + 1];
 	enum shimhead_verdict	 verdict;
 	size_t			 vn;
-	bool			 ok;
+	bool			 ok, login;
 
 	buf_reset(sc);
 	verdict = shimhead_check(&c->req, cfg->token, cfg->token_len, h, n,
@@ -528,13 +528,11 @@ shim_proxy_head(struct shim_conn *c, const struct shim_route *r, size_t n)
 		return verdict;
 	/* GET /health is open on the agent, never on a port. */
 	ok = verdict == SHIMHEAD_FORWARD && c->req.authed;
-	if (cfg->token != NULL && shim_qparam(h, n, &v, &vn)) {
-		if (!shim_qtoken_ok(cfg, v, vn))
-			return SHIMHEAD_DENIED;
-		shim_login(c, r, h, n);
+	/* A query token is a login: the answer is the shim's own. */
+	login = cfg->token != NULL && shim_qparam(h, n, &v, &vn);
+	if (login && !shim_qtoken_ok(cfg, v, vn))
 		return SHIMHEAD_DENIED;
-	}
-	if (!ok && cfg->token != NULL && shim_cookie(h, n, &v, &vn)) {
+	if (!ok && !login && cfg->token != NULL && shim_cookie(h, n, &v, &vn)) {
 		shim_cookie_value(cfg, r->port, want);
 		if (shim_same(v, vn, want, SHIM_COOKIE_HEX)) {
 			buf_reset(sc);
@@ -542,11 +540,16 @@ shim_proxy_head(struct shim_conn *c, const struct shim_route *r, size_t n)
 			    SHIMHEAD_FORWARD;
 		}
 	}
-	if (!ok)
+	if (!ok && !login)
 		return SHIMHEAD_DENIED;
+	/* Authenticated: now, and only now, the policy may be told. */
 	if (!shim_ports_has(cfg->ports, r->port)) {
 		shim_refuse(c, 403, "port_forbidden",
 		    "the proxy may not reach that port (--proxy-ports)", NULL);
+		return SHIMHEAD_DENIED;
+	}
+	if (login) {
+		shim_login(c, r, h, n);
 		return SHIMHEAD_DENIED;
 	}
 	shim_proxy_rewrite(r, buf_head(sc), buf_avail(sc), &c->up);

@@ -484,6 +484,13 @@ class TestProxyPolicy(ProxyCase):
         st, h, body = self.preq("GET", "/v1/ports/%d/proxy/" % self.shim.port)
         self.assertEqual(st, 403, body)
         self.assertEqual(json.loads(body)["code"], "port_forbidden")
+        # A login for it is refused the same way, with no cookie; without
+        # the token the policy is not told (401, not 403).
+        st, h, body = self.preq("GET", "/v1/ports/%d/proxy/?tend_token=%s" % (self.shim.port, TOKEN),
+                                token=None)
+        self.assertEqual((st, json.loads(body)["code"]), (403, "port_forbidden"))
+        self.assertNotIn("set-cookie", h)
+        self.assertUnauthorized(*self.preq("GET", "/v1/ports/%d/proxy/" % self.shim.port, token=None))
         # No token, a wrong one, the open /health: 401, nothing reaches the port.
         for token in (None, "wrong"):
             self.assertUnauthorized(*self.preq("GET", "/v1/ports/%d/proxy/x" % port, token=token))
