@@ -19,15 +19,16 @@
  *
  * The three buffers are bufs of a fixed size, allocated once: they are
  * never grown (shim_room, shim_add), which bounds a connection's memory.
+ *
+ * "The agent" is the connection's upstream: the agent's socket, or a
+ * port of the container when the proxy routed the request there
+ * (shim_proxy.c rewrites the head and connects).  One upstream at a
+ * time: a head for another target waits until the old one has ended.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <fcntl.h>
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
 
 #include <errno.h>
 #include <stdbool.h>
