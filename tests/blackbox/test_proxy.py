@@ -214,7 +214,7 @@ class ProxyCase(ShimTestCase):
     def shim_log(self):
         """Stop the shim, return what it logged."""
         self.shim.proc.terminate()
-        self.shim.proc.wait(timeout=5)
+        self.shim.proc.wait(timeout=scaled(15))
         return self.shim.proc.stderr.read().decode(errors="replace")
 
 
