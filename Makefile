@@ -123,8 +123,8 @@ PARTS_tar	:= tar_in
 PARTS_job	:= job_cg
 PARTS_cgroup	:= cgroup_rec
 PARTS_spawn	:= spawn_clone
-PARTS_shim	:= shim_accept shim_proxy
 PARTS_proc	:= proc_restart
+PARTS_shim	:= shim_accept shim_proxy
 # What a suite's own test code uses beyond its module: test helpers, or
 # the modules a contract is checked through (files' confinement, through
 # every operation on its paths; watch's view of tend's own uploads).

@@ -144,10 +144,12 @@ static const struct opt cli_opts_start[] = {
 	CLI_JSON_OPT("print the ProcessStatus, not the ID"),
 	CLI_COUNT("ready-port", "PORT", OPT_INT, ready_port, 1, 65535,
 	    "want 1 to 65535",
-	    "return once something listens on TCP PORT"),
+	    "return once the process (or a descendant)\n"
+	    "listens on TCP PORT"),
 	CLI_FUNC("ready-log", 0, "REGEX", cli_opt_regex, 0,
 	    "return once a line of its stdout or stderr\n"
-	    "matches REGEX (POSIX extended)"),
+	    "matches REGEX (POSIX extended; a plain\n"
+	    "string is looked for by the agent)"),
 	CLI_MS("ready-timeout", "S", ready_ms, 0,
 	    "give up waiting for ready after this long:\n"
 	    "exit 124, the process keeps running (60)"),

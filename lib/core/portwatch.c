@@ -18,6 +18,7 @@
 struct portwatch_ent {
 	struct port_sock	 s;
 	char			*id;
+	char			 kind;		/* id's table: 'p' procs, 't' terms */
 	bool			 resolved;	/* its holder was looked for */
 	bool			 told;		/* port.listening was emitted */
 };
@@ -90,6 +91,13 @@ portwatch_cgroup_owner(pid_t pid)
 		if (j->cg.fd != -1 && j->cg.n == n)
 			return j;
 	return NULL;
+}
+
+/* A process's and a terminal's IDs may be the same: which table. */
+static char
+portwatch_kind(const struct job *j)
+{
+	return j->tab == pw.procs ? 'p' : 't';
 }
 
 /* The record a holder belongs to, or NULL (see portwatch.h). */
@@ -190,6 +198,7 @@ portwatch_install(bool emit)
 		    o->resolved) {
 			ne[i].s.pid = o->s.pid;
 			ne[i].id = o->id;
+			ne[i].kind = o->kind;
 			ne[i].resolved = true;
 			ne[i].told = o->told;
 			o->id = NULL;
@@ -201,8 +210,10 @@ portwatch_install(bool emit)
 			ne[i].s.pid = 0;
 		if (!(ne[i].resolved = emit))
 			continue;
-		if ((j = portwatch_owner(ne[i].s.pid)) != NULL)
+		if ((j = portwatch_owner(ne[i].s.pid)) != NULL) {
 			ne[i].id = strdup(j->id);
+			ne[i].kind = portwatch_kind(j);
+		}
 		/*
 		 * One of the baseline (o, not yet resolved) is never told;
 		 * nor one whose holder is out of sight (another PID
@@ -495,6 +506,7 @@ portwatch_owns(int port, const struct job *j)
 
 	for (i = 0; i < pw.nset; i++)
 		if (pw.set[i].s.port == port && pw.set[i].id != NULL &&
+		    pw.set[i].kind == portwatch_kind(j) &&
 		    strcmp(pw.set[i].id, j->id) == 0)
 			return true;
 	return false;

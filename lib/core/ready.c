@@ -169,8 +169,8 @@ ready_log_stream(struct ready *r, struct logstore *ls, int s)
 		r->ntail[s] = 0;
 	}
 	while (r->off[s] < ls->end[s]) {
-		have = r->ntail[s];
-		memcpy(buf, r->tail[s], have);
+		if ((have = r->ntail[s]) > 0)
+			memcpy(buf, r->tail[s], have);
 		if ((got = logstore_pread(ls, s, buf + have, READY_READ,
 		    r->off[s])) <= 0)
 			return false;
@@ -178,8 +178,9 @@ ready_log_stream(struct ready *r, struct logstore *ls, int s)
 		have += (size_t)got;
 		if (memmem(buf, have, r->log, r->loglen) != NULL)
 			return true;
-		r->ntail[s] = have < keep ? have : keep;
-		memcpy(r->tail[s], buf + have - r->ntail[s], r->ntail[s]);
+		if ((r->ntail[s] = have < keep ? have : keep) > 0)
+			memcpy(r->tail[s], buf + have - r->ntail[s],
+			    r->ntail[s]);
 	}
 	return false;
 }

@@ -188,6 +188,18 @@ class TestReadyPort(PortsCase):
         self.assertError(self.a.post("/v1/processes/nope/wait?for=ready"), 404, "not_found")
 
 
+class TestOwners(PortsCase):
+
+    def test_terminal_owns_its_server(self):
+        port = free_port()
+        r = self.a.post("/v1/terminals", {"id": "tty", "argv": http_server(port)})
+        self.assertEqual(r.status, 200, r)
+        self.addCleanup(self.a.delete, "/v1/terminals/tty")
+        ent = poll(lambda: self.ports(port), timeout=10)
+        self.assertEqual([(p["address"], p["id"]) for p in ent], [("127.0.0.1", "tty")])
+        self.assertIsInstance(ent[0]["pid"], int)
+
+
 class TestReadyLog(PortsCase):
 
     def test_substring_across_two_writes(self):

@@ -198,6 +198,34 @@ START_TEST(log_across_two_writes)
 }
 END_TEST
 
+/*
+ * A long substring split across two writes after more output than one
+ * read of it holds; a one-byte one.
+ */
+START_TEST(long_log_after_much_output)
+{
+	struct proc	*p;
+	char		 ready[2048], needle[1001];
+
+	memset(needle, 'n', 1000);
+	needle[0] = 'N';
+	needle[999] = 'E';
+	needle[1000] = '\0';
+	snprintf(ready, sizeof(ready), "{\"log\":\"%s\"}", needle);
+	p = spawn_ready(ARGV("python3", "-c", "import sys,time\n"
+	    "w=sys.stdout.write\n"
+	    "w('n'*40000+'N'+'n'*500);sys.stdout.flush();time.sleep(0.3)\n"
+	    "w('n'*498+'E');sys.stdout.flush();time.sleep(30)"), ready);
+	ck_assert(tu_run_until(loop, settled, p, WAIT_S));
+	ck_assert_int_eq(ready_state(p->ready), READY_READY);
+	ck_assert_uint_ge(p->job.rec.ls.end[LS_STDOUT], 41000);
+	p = spawn_ready(ARGV("sh", "-c", "printf abc; sleep 30"),
+	    "{\"log\":\"c\"}");
+	ck_assert(tu_run_until(loop, settled, p, WAIT_S));
+	ck_assert_int_eq(ready_state(p->ready), READY_READY);
+}
+END_TEST
+
 /* Asked on stderr: the same words on stdout do not count. */
 START_TEST(log_on_the_stream_asked)
 {
@@ -348,6 +376,7 @@ ready_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, log_across_two_writes);
 	tcase_add_test(tc, log_on_the_stream_asked);
+	tcase_add_test(tc, long_log_after_much_output);
 	tcase_add_test(tc, ends_first);
 	tcase_add_test(tc, ready_in_its_last_words);
 	tcase_add_test(tc, timeout_leaves_it_running);
