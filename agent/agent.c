@@ -38,6 +38,7 @@
 #include "api/api_term.h"
 #include "api/api_term_sse.h"
 #include "api/api_term_ws.h"
+#include "api/api_upgrade.h"
 #include "api/api_watch.h"
 #include "api/bridge/api_bridge.h"
 #include "api/bridge/api_pty.h"
@@ -53,6 +54,7 @@
 #include "base/opt.h"
 #include "core/events.h"
 #include "core/events_jobs.h"
+#include "core/handover.h"
 #include "core/portwatch.h"
 #include "core/proc.h"
 #include "core/shimctl.h"
@@ -88,6 +90,7 @@ static const struct http_route *const agent_routes[] = {
 	api_envd_stream_routes,
 	api_envd_routes,
 	api_envd_fs_routes,
+	api_upgrade_routes,
 	NULL
 };
 
@@ -158,7 +161,7 @@ static opt_set_fn agent_opt_envd_user;
 static opt_set_fn agent_opt_default_limits;
 static void	agent_options(int, char **);
 static void	agent_shim_options(void);
-static void	agent_shim_start(void);
+static void	agent_shim_start(const cJSON *);
 static void	agent_socket_dir(void);
 static pid_t	agent_spawn_main(char **);
 static bool	agent_reaped(pid_t, int);
@@ -170,11 +173,25 @@ static void	agent_settled(struct jobtab_sub *, struct job *,
 		    enum jobtab_event);
 static void	agent_log_blocked(int);
 static void	agent_log_cb(struct ev_loop *, ev_io *, int);
-static void	agent_events_start(int, const char *);
+static void	agent_events_start(int, const char *, const cJSON *);
+static void	agent_block_forwarded(bool);
 
 static const int forwarded[] = {
 	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH
 };
+
+/* The signals agent_signal_cb takes, blocked (or unblocked). */
+static void
+agent_block_forwarded(bool block)
+{
+	sigset_t	set;
+	size_t		i;
+
+	sigemptyset(&set);
+	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&set, forwarded[i]);
+	(void)sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
 
 /* What agent_options does with an action row. */
 enum { AGENT_HELP = 1, AGENT_LIST_ROUTES };
@@ -501,7 +518,7 @@ agent_peer_limited(void *ctx, pid_t pid, uid_t uid)
  * the agent supervises a shim): 0660.  Then the shim, if any.
  */
 static void
-agent_shim_start(void)
+agent_shim_start(const cJSON *handed)
 {
 	struct shimctl_opts	o;
 	struct user_id		u;
@@ -529,21 +546,47 @@ agent_shim_start(void)
 	o.proxy_ports = opt.proxy_ports;
 	o.proxy_host_suffix = opt.proxy_host_suffix;
 	o.socket_gid = gid;
-	shimctl_start(loop, &o);
+	/* The agent before this one ran it: the same shim serves on. */
+	if (handed != NULL)
+		shimctl_adopt(loop, &o, handed);
+	else
+		shimctl_start(loop, &o);
 }
 
 int
 agent_main(int argc, char **argv)
 {
-	char	boot[BOOT_ID_LEN + 1];
-	int	statefd;
-	size_t	i;
-	int64_t	t0 = codec_mono_ms();
+	char		 boot[BOOT_ID_LEN + 1];
+	int		 statefd;
+	size_t		 i;
+	int64_t		 t0 = codec_mono_ms();
+	cJSON		*handed;	/* the handover's manifest, if any */
+	sigset_t	 handed_sigs;	/* pending at the handover's exec */
+	struct handover	 h;
 
 	agent_options(argc, argv);
 	log_init("tend", opt.verbose);
+	/*
+	 * An agent the one before handed over to (core/handover.h): the
+	 * manifest is read, and its fds made close-on-exec, before anything
+	 * is claimed or spawned.
+	 */
+	handed = handover_take();
+	api_upgrade_setup(argv, &main_pid);
+	/*
+	 * The agent before blocked every signal for its exec: one that came
+	 * meanwhile is pending, and is raised again once it is watched.
+	 */
+	sigemptyset(&handed_sigs);
+	if (handed != NULL)
+		(void)sigpending(&handed_sigs);
 	/* Nothing inherited: children get default dispositions from us. */
 	spawn_reset_signals();
+	/*
+	 * Until they are watched, the forwarded signals wait (as PID 1 with
+	 * no handler they would be dropped).
+	 */
+	agent_block_forwarded(true);
 	signal(SIGPIPE, SIG_IGN);
 
 	/* Outside a PID namespace, orphans of our children still come to us. */
@@ -564,8 +607,12 @@ agent_main(int argc, char **argv)
 	ev_init(&log_io, agent_log_cb);
 	log_set_blocked_hook(agent_log_blocked);
 
-	if (boot_new_id(boot) == -1)
+	if (handed != NULL)
+		memcpy(boot, handover_boot(handed), sizeof(boot));
+	else if (boot_new_id(boot) == -1)
 		fatal("event=boot_id_failed");
+	if (handed != NULL)
+		handover_cgroups(handed);
 	/*
 	 * Containment first: the agent leaves for its leaf before it has
 	 * any child (the shim and the helpers go with it).
@@ -600,12 +647,28 @@ agent_main(int argc, char **argv)
 	if (termtab_init(&terms, loop, boot, statefd, tab.jobs.baseenv,
 	    &tab.limits) == -1)
 		fatal("event=termtab_failed");
-	agent_events_start(statefd, boot);
+	agent_events_start(statefd, boot, handed);
+	/*
+	 * Ports: what listens now is the baseline, those of the processes
+	 * handed over included.
+	 */
 	portwatch_init(loop, &tab.jobs, &terms.jobs);
+	if (handed != NULL) {
+		/* Before the reap loop: every exit goes to its record. */
+		memset(&h, 0, sizeof(h));
+		h.tab = &tab;
+		h.terms = &terms;
+		handover_resume(handed, &h);
+		main_pid = h.main_pid;
+		if (handover_listen_fd(handed) > 2)
+			api_listen_handed(handover_listen_fd(handed));
+	}
 	api.tab = &tab;
 	api.terms = &terms;
 	terms.jobs.dflt_limits = &opt.default_limits;
-	api.started_mono = t0;
+	/* Uptime is the process's: it goes on across upgrades. */
+	api.started_mono = handed != NULL && h.started_mono > 0 ?
+	    h.started_mono : t0;
 	api.default_user = opt.default_user;
 	if (api_files_init(&files, opt.files_root, opt.workspace) == -1)
 		fatal("event=files_root_failed dir=%s", opt.files_root);
@@ -622,7 +685,10 @@ agent_main(int argc, char **argv)
 	for (i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++) {
 		ev_signal_init(&sigs[i], agent_signal_cb, forwarded[i]);
 		ev_signal_start(loop, &sigs[i]);
+		if (sigismember(&handed_sigs, forwarded[i]) == 1)
+			(void)raise(forwarded[i]);
 	}
+	agent_block_forwarded(false);
 	ev_timer_init(&grace_timer, agent_grace_cb, opt.grace, 0.);
 
 	agent_socket_dir();
@@ -635,9 +701,11 @@ agent_main(int argc, char **argv)
 	}
 	http_server_timeouts(api.srv, opt.stuck, opt.head, HTTP_PAUSE_TIMEOUT);
 	http_server_limit(api.srv, agent_peer_limited);
-	agent_shim_start();
+	agent_shim_start(handed != NULL ? handover_shim(handed) : NULL);
+	cJSON_Delete(handed);
 
-	if (opt.wrapped != NULL &&
+	if (opt.wrapped != NULL && main_pid == -1 &&
+	    strcmp(handover_state(), "resumed") != 0 &&
 	    (main_pid = agent_spawn_main(opt.wrapped)) == -1)
 		goto out;	/* exit_code says why, as a shell's would */
 
@@ -665,23 +733,36 @@ out:
  * lost records, then every process's and terminal's events.
  */
 static void
-agent_events_start(int statefd, const char *boot)
+agent_events_start(int statefd, const char *boot, const cJSON *handed)
 {
 	struct events	*ev;
 	cJSON		*o;
 
-	if ((ev = events_open(loop, statefd, boot,
-	    (uint64_t)opt.max_events)) == NULL)
+	if (handed != NULL)
+		ev = handover_events(handed, statefd, boot,
+		    (uint64_t)opt.max_events);
+	else
+		ev = events_open(loop, statefd, boot, (uint64_t)opt.max_events);
+	if (ev == NULL)
 		fatal("event=events_failed");
 	events_set_current(ev);
 	if ((o = cJSON_CreateObject()) != NULL) {
 		cJSON_AddStringToObject(o, "version", TEND_VERSION);
 		cJSON_AddNumberToObject(o, "pid", (double)getpid());
+		if (handed != NULL) {
+			cJSON_AddStringToObject(o, "previousVersion",
+			    handover_from(handed) ? handover_from(handed) : "");
+			cJSON_AddNumberToObject(o, "upgrades",
+			    (double)handover_upgrades());
+			/* Not carried: the next watch starts afresh. */
+			cJSON_AddStringToObject(o, "watches", "dropped");
+		} else if (strcmp(handover_state(), "failed") == 0)
+			cJSON_AddStringToObject(o, "handover", "failed");
 		if (boot_previous() != NULL)
 			cJSON_AddStringToObject(o, "previousBoot",
 			    boot_previous());
 	}
-	events_emit("agent.started", o);
+	events_emit(handed != NULL ? "agent.upgraded" : "agent.started", o);
 	events_jobs_start(&tab.jobs, &terms.jobs);
 }
 

@@ -46,6 +46,7 @@ enum {
 	CLI_NOSUCH = 4,		/* 404 for a process or path it names */
 	CLI_TAKEN = 5,		/* id_taken: someone else claimed the ID */
 	CLI_NOTREADY = 6,	/* start --ready-*: it ended first */
+	CLI_NOTUPGRADED = 7,	/* upgrade: accepted, the new agent not seen */
 	CLI_TIMEDOUT = 124,	/* wait/ready timeout ran out, as timeout(1) */
 };
 
@@ -129,6 +130,7 @@ struct cli_http {
 	cJSON		*json;		/* request body, or NULL */
 	int		 bodyfd;	/* -1, or a chunked body from this fd */
 	int		 quiet;		/* the caller reports error replies */
+	int		 silent;	/* nor is unreachable reported (a poll) */
 	int		 named;		/* the target names a process: 404 is 4 */
 	int		 wakefd;	/* -1, or polled: wake(arg) */
 	int		(*wake)(void *);
@@ -171,6 +173,8 @@ int	cli_help(struct cli *);
 
 /* cli_cmd.c: the handlers the grammar names, and start's and run's body. */
 int	cli_cmd_health(struct cli *);
+/* cli_upgrade.c */
+int	cli_cmd_upgrade(struct cli *);
 int	cli_cmd_ps(struct cli *);
 int	cli_cmd_start(struct cli *);
 int	cli_cmd_logs(struct cli *);

@@ -99,6 +99,11 @@ static const struct opt cli_opts_health[] = {
 	OPT_END
 };
 
+static const struct opt cli_opts_upgrade[] = {
+	CLI_JSON_OPT("print the new agent's health as JSON"),
+	OPT_END
+};
+
 static const struct opt cli_opts_ps[] = {
 	CLI_FLAG("all", 'a', all, "also list processes that have ended"),
 	CLI_JSON_OPT("print the JSON array of statuses"),
@@ -407,6 +412,14 @@ const struct cli_cmd cli_cmds[] = {
 	    "thaw a frozen process, or everything",
 	    "Thaw process ID, or without ID every running process and\n"
 	    "terminal: they run on from where they stopped." },
+	{ "upgrade", cli_cmd_upgrade, cli_opts_upgrade, "[--json] PATH", 1, 1,
+	    CMD_PATH, "replace the agent by another binary, processes kept",
+	    "Ask the agent to exec PATH (another tend) in its place, as the\n"
+	    "same PID and boot: the agent checks the binary first (exit 1\n"
+	    "and the reason if it refuses it: not executable, a failed\n"
+	    "handshake, another handover format; nothing changes), then\n"
+	    "hands its processes, terminals, socket and shim over.  Returns\n"
+	    "once the new agent answers; exit 7 if it does not within 10 s." },
 	{ "cat", cli_files_cat, cli_opts_cat, "[--range A-B] PATH", 1, 1,
 	    CMD_PATH, "print a file's bytes",
 	    "Print the bytes of file PATH (absolute, or relative to the\n"
@@ -479,6 +492,7 @@ const char cli_exits[] =
     "  4    no such process (or, for the file commands, path)\n"
     "  5    the ID is already taken (start/run --id)\n"
     "  6    the process ended before it was ready (start --ready-*)\n"
+    "  7    upgrade: accepted, but the new agent did not answer\n"
     "  124  wait --timeout or start --ready-timeout ran out (the process\n"
     "       keeps running)\n"
     "run and wait without --json exit with the process's exit code\n"

@@ -283,8 +283,10 @@ cli_http_exchange(struct cli *c, struct cli_http *h,
 
 	if (hclient_open(&hc, c->sock) == -1) {
 		rv = errno;
-		cli_report(c, "unreachable", "cannot connect to %s: %s%s",
-		    c->sock, hclient_error(&hc), cli_http_hint(rv));
+		if (!h->silent)
+			cli_report(c, "unreachable", "cannot connect to %s: "
+			    "%s%s", c->sock, hclient_error(&hc),
+			    cli_http_hint(rv));
 		return CLI_UNREACHABLE;
 	}
 	memset(&req, 0, sizeof(req));
@@ -298,8 +300,9 @@ cli_http_exchange(struct cli *c, struct cli_http *h,
 	else
 		rv = hclient_send(&hc, &req);
 	if (rv == -1) {
-		cli_report(c, "unreachable", "cannot send to the agent at %s: "
-		    "%s", c->sock, hclient_error(&hc));
+		if (!h->silent)
+			cli_report(c, "unreachable", "cannot send to the agent "
+			    "at %s: %s", c->sock, hclient_error(&hc));
 		hclient_close(&hc);
 		return CLI_UNREACHABLE;
 	}
@@ -313,8 +316,10 @@ cli_http_exchange(struct cli *c, struct cli_http *h,
 		else if (h->status / 100 != 2 && h->status != 0)
 			rv = -1;
 		else {
-			cli_report(c, "unreachable", "lost the connection to "
-			    "the agent: %s", hclient_error(&hc));
+			if (!h->silent)
+				cli_report(c, "unreachable", "lost the "
+				    "connection to the agent: %s",
+				    hclient_error(&hc));
 			rv = CLI_UNREACHABLE;
 		}
 		hclient_close(&hc);

@@ -47,6 +47,15 @@ api_join(struct http_route *out, const struct http_route *const *modules)
 	return 0;
 }
 
+/* A listening socket handed over (api_listen_handed), or -1. */
+static int api_handed_fd = -1;
+
+void
+api_listen_handed(int fd)
+{
+	api_handed_fd = fd;
+}
+
 int
 api_listen(struct api *a, struct ev_loop *loop, const char *path,
     int maxconns, const struct http_route *const *modules,
@@ -55,8 +64,12 @@ api_listen(struct api *a, struct ev_loop *loop, const char *path,
 	if (api_join(api_routes, modules) == -1 ||
 	    (ns != NULL && api_join(api_ns_routes, ns->routes) == -1))
 		return -1;
-	if ((a->srv = http_server_new(loop, path, api_routes, a,
-	    maxconns)) == NULL)
+	if (api_handed_fd != -1)
+		a->srv = http_server_new_fd(loop, api_handed_fd, api_routes, a,
+		    maxconns);
+	else
+		a->srv = http_server_new(loop, path, api_routes, a, maxconns);
+	if (a->srv == NULL)
 		return -1;
 	if (ns != NULL) {
 		api_ns_rewrite = ns->rewrite;

@@ -64,6 +64,8 @@ struct api_ns {
 int	api_listen(struct api *, struct ev_loop *, const char *path,
 	    int maxconns, const struct http_route *const *modules,
 	    const struct api_ns *ns);
+/* api_listen serves on fd, already listening, instead of binding path. */
+void	api_listen_handed(int fd);
 struct api	*api_of(struct http_conn *);
 
 /* Errors as values. */

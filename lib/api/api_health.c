@@ -10,6 +10,7 @@
 #include "api_health.h"
 #include "base/codec.h"
 #include "base/log.h"
+#include "core/handover.h"
 #include "core/shimctl.h"
 #include "core/term.h"
 #include "sys/cgroup.h"
@@ -95,6 +96,7 @@ api_health(struct http_conn *c, struct http_req *r)
 	cJSON_AddNumberToObject(j, "terminals", termtab_live(a->terms));
 	api_health_cgroups(j);
 	shimctl_health(j);
+	handover_health(j);
 	http_reply_json(c, 200, j);
 }
 

@@ -4,8 +4,16 @@
 #ifndef TEND_TUNABLES_H
 #define TEND_TUNABLES_H
 
+#ifndef TEND_VERSION		/* a test build names another */
 #define TEND_VERSION		"0.1.0"
+#endif
 #define TEND_API_VERSION	1
+
+/* Live upgrade (core/handover.c, api/api_upgrade.c). */
+#define HANDOVER_MAX_BYTES	(256 * 1024 * 1024)	/* a manifest read */
+#define UPGRADE_CHECK_TIMEOUT	5.0	/* s for the new binary's handshake */
+#define UPGRADE_CHECK_MAX	4096	/* bytes of its answer */
+#define UPGRADE_FLUSH_WAIT	1.0	/* s for the 202 to leave, at most */
 
 #define HTTP_MAX_HEAD		(16 * 1024)	/* request line + headers */
 #define HTTP_MAX_BODY		(1024 * 1024)	/* buffered (JSON) bodies */

@@ -117,6 +117,55 @@ events_open(struct ev_loop *loop, int statefd, const char *boot,
 	return ev;
 }
 
+/*
+ * The agent's handover: the log as the next agent takes it up, its files
+ * by fd (held lines are not carried: they wait for a disk that refused
+ * them, and are counted dropped).
+ */
+cJSON *
+events_handover_save(struct events *ev)
+{
+	cJSON	*o;
+
+	if ((o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	cJSON_AddNumberToObject(o, "first", (double)ev->first);
+	cJSON_AddNumberToObject(o, "dropped",
+	    (double)(ev->dropped + (uint64_t)ev->nheld));
+	if (ev->have_ls)
+		cJSON_AddItemToObject(o, "log", logstore_save(&ev->ls));
+	return o;
+}
+
+struct events *
+events_adopt(int statefd, const char *boot, uint64_t maxbytes,
+    const cJSON *o)
+{
+	struct events	*ev;
+	const cJSON	*v;
+
+	if ((ev = calloc(1, sizeof(*ev))) == NULL)
+		return NULL;
+	ev->statefd = statefd;
+	ev->dirfd = -1;
+	ev->maxbytes = maxbytes;
+	snprintf(ev->boot, sizeof(ev->boot), "%.32s", boot);
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "first")) != NULL &&
+	    cJSON_IsNumber(v))
+		ev->first = (uint64_t)v->valuedouble;
+	if ((v = cJSON_GetObjectItemCaseSensitive(o, "dropped")) != NULL &&
+	    cJSON_IsNumber(v))
+		ev->dropped = (uint64_t)v->valuedouble;
+	v = cJSON_GetObjectItemCaseSensitive(o, "log");
+	logstore_create_none(&ev->ls, 1, events_names, maxbytes);
+	if (v != NULL && logstore_load(&ev->ls, v) == 0) {
+		ev->dirfd = ev->ls.dirfd;
+		ev->have_ls = true;
+	} else
+		(void)events_ready(ev);
+	return ev;
+}
+
 struct events *
 events_open_ro(int bootdirfd, const char *boot)
 {

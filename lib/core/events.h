@@ -45,6 +45,14 @@ struct events	*events_open(struct ev_loop *, int statefd, const char *boot,
  * call).  NULL and errno (ENOENT: that boot kept no log).
  */
 struct events	*events_open_ro(int bootdirfd, const char *boot);
+/*
+ * The agent's handover (handover.c): the current log as JSON (its files
+ * by fd), and that log taken up again by the next agent, appending
+ * after its last event.
+ */
+cJSON		*events_handover_save(struct events *);
+struct events	*events_adopt(int statefd, const char *boot,
+		    uint64_t maxbytes, const cJSON *);
 /* Its readers must be freed first. */
 void		 events_close(struct events *);
 

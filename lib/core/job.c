@@ -149,7 +149,7 @@ job_pid_bucket(struct jobtab *t, pid_t pid)
 	return &t->bypid[(uint32_t)pid & (PROC_HASH - 1)];
 }
 
-static void
+void
 job_pid_unhash(struct job *j)
 {
 	struct job	**pp;
@@ -163,7 +163,7 @@ job_pid_unhash(struct job *j)
 }
 
 /* Into the list and the hashes, once it has a process. */
-static void
+void
 job_link(struct job *j)
 {
 	struct jobtab	*t = j->tab;

@@ -350,4 +350,21 @@ void	*job_input_writer(struct job *);
 /* Close the input (what is queued is moot: the writer hears EPIPE). */
 void	 job_input_close(struct job *);
 
+/* ---- the agent's handover (job_handover.c) ---- */
+
+/*
+ * The engine's part of a job as JSON for the manifest (core/handover.c),
+ * and a job taken up from it by the next agent: in the table, its
+ * output drained, its input and timers as they were (grace_s: its
+ * kind's grace).  -1 and errno: job_free frees what was made.
+ */
+cJSON	*job_handover_save(struct job *);
+int	 job_adopt(struct job *, struct jobtab *, const struct job_kind *,
+	    const cJSON *, double grace_s);
+/* A timer's absolute deadline (monotonic ms; -1: not running), and back. */
+double	 job_deadline(struct ev_loop *, ev_timer *);
+void	 job_deadline_start(struct ev_loop *, ev_timer *, double deadline);
+double	 job_get_num(const cJSON *, const char *key, double dflt);
+bool	 job_get_bool(const cJSON *, const char *key);
+
 #endif

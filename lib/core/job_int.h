@@ -17,4 +17,8 @@ void	job_cgroup_final(struct job *);
 /* Freed: its cgroup killed if need be and removed. */
 void	job_cg_free(struct job *);
 
+/* Into the table's list and hashes; its pid out of them (job.c). */
+void	job_link(struct job *);
+void	job_pid_unhash(struct job *);
+
 #endif

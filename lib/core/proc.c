@@ -839,3 +839,73 @@ proc_kind_free(struct job *j)
 	free(p);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* The agent's handover (core/handover.c) */
+
+/*
+ * A process as the manifest holds it: the engine's part (job.c) and the
+ * process's own — its timers by their absolute deadlines.
+ */
+cJSON *
+proc_handover_save(struct proc *p)
+{
+	struct ev_loop	*loop = p->job.tab->loop;
+	cJSON		*o;
+
+	if ((o = job_handover_save(&p->job)) == NULL)
+		return NULL;
+	cJSON_AddStringToObject(o, "tags", p->tags);
+	cJSON_AddBoolToObject(o, "stdinPipe", p->stdin_pipe);
+	cJSON_AddBoolToObject(o, "statusWritten", p->status_written);
+	cJSON_AddNumberToObject(o, "timeoutDeadline",
+	    job_deadline(loop, &p->timeout));
+	cJSON_AddNumberToObject(o, "timeoutLeft", p->timeout_left);
+	cJSON_AddNumberToObject(o, "timeoutS", p->timeout_s);
+	cJSON_AddNumberToObject(o, "graceS", p->grace_s);
+	cJSON_AddBoolToObject(o, "timeoutKill", p->timeout_kill);
+	return o;
+}
+
+/* A process the agent before this one ran, taken up; NULL and errno. */
+struct proc *
+proc_adopt(struct proctab *t, const cJSON *o)
+{
+	struct ev_loop	*loop = t->jobs.loop;
+	const cJSON	*tags = cJSON_GetObjectItemCaseSensitive(o, "tags");
+	struct proc	*p;
+	int		 err;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	p->grace_s = job_get_num(o, "graceS",
+	    PROC_KILL_GRACE_MS / 1000.);
+	p->timeout_kill = job_get_bool(o, "timeoutKill");
+	p->stdin_pipe = job_get_bool(o, "stdinPipe");
+	p->status_written = job_get_bool(o, "statusWritten");
+	p->timeout_left = job_get_num(o, "timeoutLeft", 0);
+	p->timeout_s = job_get_num(o, "timeoutS", 0);
+	p->tags = strdup(cJSON_IsString(tags) ? tags->valuestring : "{}");
+	ev_timer_init(&p->timeout, proc_timeout_cb, 0., 0.);
+	ev_timer_init(&p->settle, proc_settle_cb, PROC_SETTLE_POLL,
+	    PROC_SETTLE_POLL);
+	ev_timer_init(&p->first_status, proc_first_status_cb,
+	    PROC_FIRST_STATUS, 0.);
+	p->settle_soon = PROC_SETTLE_SOON;
+	if (job_adopt(&p->job, &t->jobs, &proc_kind, o, p->grace_s) == -1 ||
+	    p->tags == NULL) {
+		err = errno;
+		job_free(&p->job);	/* not in the table yet */
+		errno = err;
+		return NULL;
+	}
+	job_deadline_start(loop, &p->timeout,
+	    job_get_num(o, "timeoutDeadline", -1));
+	if (p->job.state == JOB_RUNNING) {
+		if (!p->status_written)
+			ev_timer_start(loop, &p->first_status);
+		if (p->job.reaped)
+			proc_check_settled(p);
+	}
+	return p;
+}

@@ -175,4 +175,13 @@ bool	proc_output_done(struct proc *);
 
 bool	proc_id_valid(const char *);
 
+/*
+ * The agent's handover (core/handover.c): a record as the manifest holds
+ * it, and a record the agent before this one ran, taken up (in the
+ * table, its pipes drained, its timeout at its deadline).  NULL: no
+ * memory, or not such a record (errno).
+ */
+cJSON	*proc_handover_save(struct proc *);
+struct proc *proc_adopt(struct proctab *, const cJSON *);
+
 #endif

@@ -217,3 +217,48 @@ shimctl_health(cJSON *j)
 	else
 		cJSON_AddNullToObject(s, "proxyHostSuffix");
 }
+
+/* ------------------------------------------------------------------ */
+/* The agent's handover */
+
+cJSON *
+shimctl_handover_save(void)
+{
+	cJSON	*o;
+
+	if (sc.state == SC_NONE || (o = cJSON_CreateObject()) == NULL)
+		return NULL;
+	cJSON_AddNumberToObject(o, "pid", sc.state == SC_RUNNING ?
+	    sc.pid : -1);
+	cJSON_AddNumberToObject(o, "restarts", sc.restarts);
+	return o;
+}
+
+/*
+ * The shim the agent before this one ran, kept: its pid is this agent's
+ * child as it was the other's.  One that was waiting for its restart
+ * starts now.
+ */
+void
+shimctl_adopt(struct ev_loop *loop, const struct shimctl_opts *o,
+    const cJSON *saved)
+{
+	const cJSON	*pid = cJSON_GetObjectItemCaseSensitive(saved, "pid");
+	const cJSON	*n = cJSON_GetObjectItemCaseSensitive(saved,
+			    "restarts");
+
+	if (!cJSON_IsNumber(pid) || pid->valueint <= 0) {
+		shimctl_start(loop, o);
+		return;
+	}
+	sc.loop = loop;
+	sc.o = *o;
+	sc.delay = SHIM_BACKOFF_MIN;
+	snprintf(sc.gid, sizeof(sc.gid), "%u", (unsigned)o->socket_gid);
+	ev_timer_init(&sc.timer, shimctl_timer_cb, 0., 0.);
+	sc.pid = (pid_t)pid->valueint;
+	sc.restarts = cJSON_IsNumber(n) ? n->valueint : 0;
+	sc.state = SC_RUNNING;
+	sc.started = ev_now(loop);
+	log_info("event=shim_adopted pid=%d", (int)sc.pid);
+}

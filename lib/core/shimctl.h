@@ -40,4 +40,13 @@ pid_t	shimctl_pid(void);
  */
 void	shimctl_health(cJSON *);
 
+/*
+ * The agent's handover: the shim as JSON (NULL: none configured), and
+ * the shim the agent before this one ran, taken up as shimctl_start
+ * would have started it.
+ */
+cJSON	*shimctl_handover_save(void);
+void	 shimctl_adopt(struct ev_loop *, const struct shimctl_opts *,
+	    const cJSON *);
+
 #endif

@@ -615,3 +615,44 @@ termtab_finalize(struct termtab *tt)
 {
 	jobtab_finalize(&tt->jobs);
 }
+
+/* ------------------------------------------------------------------ */
+/* The agent's handover (core/handover.c) */
+
+cJSON *
+term_handover_save(struct term *t)
+{
+	cJSON	*o;
+
+	if ((o = job_handover_save(&t->job)) == NULL)
+		return NULL;
+	cJSON_AddNumberToObject(o, "cols", t->cols);
+	cJSON_AddNumberToObject(o, "rows", t->rows);
+	cJSON_AddNumberToObject(o, "endwaitDeadline",
+	    job_deadline(t->job.tab->loop, &t->endwait));
+	return o;
+}
+
+/* A terminal the agent before this one ran, taken up; NULL and errno. */
+struct term *
+term_adopt(struct termtab *tt, const cJSON *o)
+{
+	struct term	*t;
+	int		 err;
+
+	if ((t = calloc(1, sizeof(*t))) == NULL)
+		return NULL;
+	t->cols = (unsigned)job_get_num(o, "cols", TERM_COLS_DEFAULT);
+	t->rows = (unsigned)job_get_num(o, "rows", TERM_ROWS_DEFAULT);
+	ev_timer_init(&t->endwait, term_endwait_cb, TERM_END_WAIT, 0.);
+	if (job_adopt(&t->job, &tt->jobs, &term_kind, o,
+	    TERM_KILL_GRACE) == -1) {
+		err = errno;
+		job_free(&t->job);	/* not in the table yet */
+		errno = err;
+		return NULL;
+	}
+	job_deadline_start(tt->loop, &t->endwait,
+	    job_get_num(o, "endwaitDeadline", -1));
+	return t;
+}

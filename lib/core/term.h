@@ -148,4 +148,12 @@ int	term_input(struct term *, const void *, size_t);
 #define term_delete(t)	job_delete(term_job(t))
 
 
+/*
+ * The agent's handover (core/handover.c): a terminal as the manifest
+ * holds it, and one the agent before this one ran, taken up.  NULL and
+ * errno.
+ */
+cJSON	*term_handover_save(struct term *);
+struct term *term_adopt(struct termtab *, const cJSON *);
+
 #endif

@@ -108,12 +108,23 @@ http_server_new(struct ev_loop *loop, const char *path,
 
 	if ((fd = http_bind(path)) == -1)
 		return NULL;
-	if ((srv = calloc(1, sizeof(*srv))) == NULL) {
+	if ((srv = http_server_new_fd(loop, fd, routes, ctx,
+	    maxconns)) == NULL) {
 		saved = errno;
 		close(fd);
 		errno = saved;
-		return NULL;
 	}
+	return srv;
+}
+
+struct http_server *
+http_server_new_fd(struct ev_loop *loop, int fd,
+    const struct http_route *routes, void *ctx, int maxconns)
+{
+	struct http_server	*srv;
+
+	if ((srv = calloc(1, sizeof(*srv))) == NULL)
+		return NULL;
 	srv->loop = loop;
 	srv->fd = fd;
 	srv->routes = routes;
@@ -187,6 +198,27 @@ http_stop_accepting(struct http_server *srv)
 	if (srv->fd != -1)
 		close(srv->fd);
 	srv->fd = -1;
+}
+
+int
+http_server_fd(const struct http_server *srv)
+{
+	return srv->fd;
+}
+
+void
+http_server_pause(struct http_server *srv)
+{
+	ev_io_stop(srv->loop, &srv->io);
+	ev_timer_stop(srv->loop, &srv->backoff);
+	ev_idle_stop(srv->loop, &srv->kick);
+}
+
+void
+http_server_resume(struct http_server *srv)
+{
+	if (srv->fd != -1)
+		ev_io_start(srv->loop, &srv->io);
 }
 
 void

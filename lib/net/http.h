@@ -95,6 +95,17 @@ int	http_socket_share(const char *path, gid_t gid);
 struct http_server *http_server_new(struct ev_loop *, const char *path,
 	    const struct http_route *, void *ctx, int maxconns);
 /* Closes every connection now, telling their owners; frees the server. */
+/*
+ * The same on a socket already listening (handed over by the agent
+ * before this one: core/handover.h); it is the server's from then on.
+ */
+struct http_server *http_server_new_fd(struct ev_loop *, int fd,
+	    const struct http_route *routes, void *ctx, int maxconns);
+/* The listening socket, or -1 once closed. */
+int	http_server_fd(const struct http_server *);
+/* Stop accepting, the socket kept open (connects wait in its backlog). */
+void	http_server_pause(struct http_server *);
+void	http_server_resume(struct http_server *);
 void	http_server_free(struct http_server *);
 void	http_server_map(struct http_server *, http_map_fn);
 /*

@@ -153,6 +153,28 @@ boot_id_valid(const char *s)
 	return s[i] == '\0';
 }
 
+/*
+ * A boot taken up again (the agent's live upgrade) keeps the time it
+ * started: boot.json is rewritten for the new binary's version and pid.
+ */
+static void
+boot_started_at(int bfd, char now[TIME_MAX])
+{
+	const char	*t;
+	char		*s;
+	cJSON		*j;
+
+	if ((s = fsutil_read(bfd, "boot.json", 4096, NULL)) == NULL)
+		return;
+	j = cJSON_Parse(s);
+	free(s);
+	t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j,
+	    "started_at"));
+	if (t != NULL && strlen(t) < TIME_MAX)
+		memcpy(now, t, strlen(t) + 1);
+	cJSON_Delete(j);
+}
+
 int
 boot_create(int statefd, const char *id, int *procsfd)
 {
@@ -177,6 +199,7 @@ boot_create(int statefd, const char *id, int *procsfd)
 		free(k);
 	}
 	codec_time(now, codec_now_ms());
+	boot_started_at(bfd, now);
 	j = cJSON_CreateObject();
 	cJSON_AddStringToObject(j, "boot_id", id);
 	cJSON_AddStringToObject(j, "started_at", now);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <cjson/cJSON.h>
 
 #define LS_NSTREAMS	2
 #define LS_PEND		16	/* index records written in one go */
@@ -165,5 +166,15 @@ ssize_t	logstore_pread(struct logstore *, int s, void *, size_t, uint64_t off);
 uint64_t logstore_gone(struct logstore *, uint64_t bytes[LS_NSTREAMS]);
 
 void	logstore_close(struct logstore *);
+
+/*
+ * The agent's handover (logstore_json.c): the store as JSON, its pending
+ * records written and every record made final first (its files by fd
+ * number: an execve keeps them); and back, into a store made by
+ * logstore_create_none with the same streams.  NULL: no memory; -1: not
+ * such a store.
+ */
+cJSON	*logstore_save(struct logstore *);
+int	 logstore_load(struct logstore *, const cJSON *);
 
 #endif

@@ -94,6 +94,22 @@ record_open(struct record *r, struct record_dir *d, const char *id,
 	return 1;
 }
 
+/*
+ * The agent's handover: a record whose files the agent before this one
+ * opened, its store empty of the kind's streams (logstore_load fills
+ * it), nothing else made.
+ */
+void
+record_adopt(struct record *r, struct record_dir *d, const char *id)
+{
+	const struct record_kind_desc *k = &record_kinds[d->kind];
+
+	record_init(r);
+	logstore_create_none(&r->ls, k->nstreams, k->streams, 0);
+	r->dir = d;
+	r->id = id;
+}
+
 /* The lazy store in the directory just made; no directory left if not. */
 static int
 record_open_store(struct record *r, uint64_t maxlog)

@@ -105,6 +105,11 @@ void	record_init(struct record *);
  */
 int	record_open(struct record *, struct record_dir *, const char *id,
 	    uint64_t maxlog);
+/*
+ * A record handed over by the agent before (core/handover.c): empty,
+ * of d's kind, named id; its fields and store are the caller's to fill.
+ */
+void	record_adopt(struct record *, struct record_dir *, const char *id);
 /* Take meta (malloc'd JSON text) and write it; kept while refused. */
 int	record_set_meta(struct record *, char *meta);
 /* Write meta.json if it is still owed.  0, or -1 and errno. */

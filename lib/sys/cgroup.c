@@ -51,6 +51,10 @@ static void	cg_rmleaf(int dirfd, const char *name);
 /* ------------------------------------------------------------------ */
 /* Finding and preparing the hierarchy */
 
+/* cgroups_resume's: the subtree the agent before this one left. */
+static struct cgroups_handed cg_resume;
+static bool cg_resuming;
+
 static void
 cg_off(const char *fmt, ...)
 {
@@ -71,7 +75,9 @@ cgroups_init(const char *root, bool off, const char *boot)
 
 	cg.on = false;
 	cg.reason[0] = '\0';
-	if (off) {
+	if (cg_resuming)
+		root = cg_resume.root;
+	if (off && !cg_resuming) {
 		cg_off("turned off (--no-cgroups)");
 		goto out;
 	}
@@ -96,7 +102,8 @@ cgroups_init(const char *root, bool off, const char *boot)
 		if (cg_own(own, sizeof(own)) == -1)
 			goto out;
 	}
-	snprintf(cg.origin, sizeof(cg.origin), "%s", own);
+	snprintf(cg.origin, sizeof(cg.origin), "%s",
+	    cg_resuming ? cg_resume.origin : own);
 	if (access(own, W_OK) == -1) {
 		cg_off("%s is not writable: %s", own, strerror(errno));
 		goto out;
@@ -107,8 +114,9 @@ cgroups_init(const char *root, bool off, const char *boot)
 	 * without members).  Not alone, it makes one beside its own and
 	 * sweeps those of agents that are gone.
 	 */
-	if (cg_alone(own)) {
+	if (cg_resuming || cg_alone(own)) {
 		snprintf(cg.root, sizeof(cg.root), "%s", own);
+		cg.made = cg_resuming && cg_resume.made;
 	} else {
 		cg_sweep(own);
 		if ((size_t)snprintf(cg.root, sizeof(cg.root), "%s/tend-%s",
@@ -150,8 +158,15 @@ cgroups_init(const char *root, bool off, const char *boot)
 			    "needed)", cg.root, cg_kind_dirs[k]);
 			goto fail;
 		}
-		/* An earlier agent's records in this subtree: gone now. */
-		cg_clear(cg.kindfd[k]);
+		/*
+		 * An earlier agent's records in this subtree: gone now,
+		 * unless this agent takes them over.
+		 */
+		if (!cg_resuming)
+			cg_clear(cg.kindfd[k]);
+		else
+			cg.spares[k].next = cg.spares[k].end =
+			    cg_resume.next[k];
 		cg_enable(cg.kindfd[k], ctrls);
 	}
 	/* What the records get: what their parent passes down. */
@@ -598,6 +613,51 @@ cgroups_stop(void)
 	cg.rootfd = -1;
 	if (cg.on)
 		cg_off("stopped");
+}
+
+/* ------------------------------------------------------------------ */
+/* The agent's handover */
+
+void
+cgroups_handover_out(struct cgroups_handed *h)
+{
+	struct cg_spares	*s;
+	char			 name[16];
+	int			 k;
+
+	memset(h, 0, sizeof(*h));
+	h->on = cg.on;
+	if (!cg.on)
+		return;
+	h->made = cg.made;
+	snprintf(h->root, sizeof(h->root), "%s", cg.root);
+	snprintf(h->origin, sizeof(h->origin), "%s", cg.origin);
+	if (cg.loop != NULL)
+		ev_idle_stop(cg.loop, &cg.fill);
+	for (k = 0; k < CG_NKINDS; k++) {
+		s = &cg.spares[k];
+		/* The names given back are not used again: end goes on. */
+		for (; s->next < s->end; s->next++) {
+			close(s->fd[s->next % CGROUP_SPARES]);
+			snprintf(name, sizeof(name), "%u", s->next);
+			(void)unlinkat(cg.kindfd[k], name, AT_REMOVEDIR);
+		}
+		h->next[k] = s->end;
+	}
+}
+
+void
+cgroups_handover_undo(void)
+{
+	if (cg.on && cg.loop != NULL)
+		ev_idle_start(cg.loop, &cg.fill);
+}
+
+void
+cgroups_resume(const struct cgroups_handed *h)
+{
+	cg_resume = *h;
+	cg_resuming = h->on;
 }
 
 /* ------------------------------------------------------------------ */

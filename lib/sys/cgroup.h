@@ -29,6 +29,8 @@
 
 #include <ev.h>
 
+#define CGROUP_PATH_MAX	4096	/* PATH_MAX, without limits.h here */
+
 /* The controllers the agent enables for its records, as bits. */
 enum cgroup_ctrl {
 	CG_CPU,
@@ -106,6 +108,26 @@ void	 cgroups_start(struct ev_loop *, void (*changed)(struct cgroup *));
  * one.
  */
 void	 cgroups_stop(void);
+
+/*
+ * The agent's handover (core/handover.c).  What the next agent needs to
+ * take up the subtree where this one leaves it: out gives back the
+ * spares (removed) and says where the names go on; undo makes spares
+ * again (the exec failed).  resume, before cgroups_init, makes it take
+ * up that subtree as it is (records' cgroups kept, names going on);
+ * cgroup_adopt then takes each record's cgroup back by its fd.
+ */
+struct cgroups_handed {
+	bool		 on;
+	bool		 made;
+	char		 root[CGROUP_PATH_MAX];
+	char		 origin[CGROUP_PATH_MAX];
+	unsigned	 next[CG_NKINDS];
+};
+void	 cgroups_handover_out(struct cgroups_handed *);
+void	 cgroups_handover_undo(void);
+void	 cgroups_resume(const struct cgroups_handed *);
+void	 cgroup_adopt(struct cgroup *, enum cgroup_kind, unsigned n, int fd);
 
 void	 cgroup_init(struct cgroup *);
 /*

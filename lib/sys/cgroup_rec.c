@@ -75,6 +75,19 @@ cgroup_init(struct cgroup *c)
 	c->fd = c->wd = -1;
 }
 
+void
+cgroup_adopt(struct cgroup *c, enum cgroup_kind k, unsigned n, int fd)
+{
+	cgroup_init(c);
+	if (fd == -1)
+		return;
+	c->kind = k;
+	c->n = n;
+	c->fd = fd;
+	(void)cgroup_events(c);
+	cg_watch_add(c);
+}
+
 static int
 cg_limit(int fd, const char *name, int64_t v)
 {

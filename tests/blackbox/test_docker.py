@@ -27,6 +27,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import SLOW  # noqa: E402
 from test_image import image_bin, is_static  # noqa: E402
+from test_upgrade import build_other  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 DOCKER = "/usr/bin/docker" if os.path.exists("/usr/bin/docker") else shutil.which("docker")
@@ -282,6 +283,32 @@ class TestImage(DockerCase):
         self.tend(name, "start", "--id", "idle", "--", "/sbin/tend", "agent", "--socket",
                   "/tmp/inner.sock", "--state-dir", "/tmp/inner")
         # The inner agent exits on TERM: no wait for the grace, no KILL.
+        self.assert_graceful_stop(name)
+
+
+class TestUpgrade(DockerCase):
+    def test_live_upgrade_then_clean_stop(self):
+        """`docker exec box tend upgrade /usr/bin/tend-new` while processes
+        run: the same PID 1 and processes, the new version; `docker stop`
+        is as clean afterwards."""
+        name = self.run_box()
+        self.tend(name, "start", "--id", "s", "--", "/sbin/tend", "agent", "--socket",
+                  "/tmp/inner.sock", "--state-dir", "/tmp/inner")
+        before = json.loads(self.tend(name, "status", "s").stdout)
+        h0 = json.loads(self.tend(name, "health", "--json").stdout)
+        with tempfile.TemporaryDirectory() as d:
+            new = os.path.join(d, "tend-new")
+            version = build_other(new, src=image_bin())
+            docker("cp", new, name + ":/usr/bin/tend-new")
+        r = self.tend(name, "upgrade", "--json", "/usr/bin/tend-new")
+        h = json.loads(r.stdout)
+        self.assertEqual((h["version"], h["upgrades"], h["pid"], h["bootId"]),
+                         (version, 1, 1, h0["bootId"]), h)
+        after = json.loads(self.tend(name, "status", "s").stdout)
+        self.assertEqual((after["state"], after["pid"]), ("running", before["pid"]), after)
+        # A refusal inside the container: nothing changes.
+        r = self.tend(name, "upgrade", "/etc/passwd", check=False)
+        self.assertEqual(r.returncode, 1, r)
         self.assert_graceful_stop(name)
 
 

@@ -448,6 +448,49 @@ START_TEST(append_splits_chunks)
 }
 END_TEST
 
+/*
+ * The handover's round trip (logstore_json.c): a live store saved and
+ * loaded into an empty one of the same streams appends where the first
+ * stopped, on the same files, and reads all of it back.
+ */
+START_TEST(save_load_goes_on)
+{
+	struct logstore	 ls, ls2;
+	struct ls_rec	 r;
+	static char	 d[3000], got[6000];
+	cJSON		*j;
+
+	ck_assert_int_eq(logstore_create(&ls, tdir, 2, names2, 0), 0);
+	fill(d, sizeof(d), 5);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDOUT, d, 1000), 0);
+	ck_assert_int_eq(logstore_append(&ls, LS_STDERR, d, 10), 0);
+	ls.dropped = 7;
+	ck_assert_ptr_nonnull(j = logstore_save(&ls));
+	logstore_create_none(&ls2, 2, names2, 0);
+	ck_assert_int_eq(logstore_load(&ls2, j), 0);
+	cJSON_Delete(j);
+	ck_assert_int_eq(ls2.fd[0], ls.fd[0]);
+	ck_assert_int_eq(ls2.idxfd, ls.idxfd);
+	ck_assert_uint_eq(ls2.end[LS_STDOUT], 1000);
+	ck_assert_uint_eq(ls2.end[LS_STDERR], 10);
+	ck_assert_uint_eq(ls2.nrec, 2);
+	ck_assert_uint_eq(ls2.dropped, 7);
+	ck_assert(!ls2.ro);
+	ck_assert_int_eq(logstore_append(&ls2, LS_STDOUT, d + 1000, 2000), 0);
+	ck_assert_uint_eq(ls2.nrec, 3);
+	ck_assert_int_eq(logstore_rec(&ls2, 3, &r), 0);
+	ck_assert_uint_eq(r.offset, 1000);
+	ck_assert_uint_eq(tu_read(tdir, "stdout", got, sizeof(got)), 3000);
+	ck_assert_int_eq(memcmp(got, d, 3000), 0);
+	/* Another store's shape is refused. */
+	ck_assert_ptr_nonnull(j = logstore_save(&ls2));
+	logstore_create_none(&ls, 1, names1, 0);
+	ck_assert_int_eq(logstore_load(&ls, j), -1);
+	cJSON_Delete(j);
+	logstore_close(&ls2);
+}
+END_TEST
+
 START_TEST(pread_bounds)
 {
 	struct logstore	ls;
@@ -1180,6 +1223,7 @@ logstore_suite(void)
 	tcase_add_test(tc, index_released_with_its_bytes);
 	tcase_add_test(tc, index_base_counts_both_streams);
 	tcase_add_test(tc, quiet_stream_holds_the_index);
+	tcase_add_test(tc, save_load_goes_on);
 	suite_add_tcase(s, tc);
 	return s;
 }

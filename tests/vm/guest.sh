@@ -210,7 +210,29 @@ case_escapee() {
 	ok escapee "killed=$before"
 }
 
-all="ready run health oom pids cpu hog freeze escapee"
+# h. A live upgrade as the machine's init, this script its main child:
+# the same PID 1 and boot, a process and its cgroup kept, the new version;
+# the script's end still ends the machine (the test's last line).
+case_upgrade() {
+	id=$(t start --memory 64M -- sleep 1000 2>&1) || { fail upgrade "start: $id"; return; }
+	s0=$(t status --json "$id")
+	h0=$(t health --json)
+	a=$(upms)
+	r=$(t upgrade --json /bin/tend-new 2>&1) || { fail upgrade "tend upgrade: $r"; drop "$id"; return; }
+	took=$(($(upms) - a))
+	s1=$(t status --json "$id")
+	drop "$id"
+	v0=$(jstr version "$h0") v1=$(jstr version "$r")
+	[ "$v1" != "$v0" ] && [ "$(jnum upgrades "$r")" = 1 ] && [ "$(jnum pid "$r")" = 1 ] ||
+	    { fail upgrade "health after: $r"; return; }
+	[ "$(jstr bootId "$r")" = "$(jstr bootId "$h0")" ] || { fail upgrade "another boot: $r"; return; }
+	[ "$(jnum pid "$s1")" = "$(jnum pid "$s0")" ] && has "$s1" '"state":"running"' &&
+	    [ "$(jstr cgroup "$s1")" = "$(jstr cgroup "$s0")" ] ||
+	    { fail upgrade "the process after: $s1 (before: $s0)"; return; }
+	ok upgrade "from=$v0 to=$v1 cli_ms=$took"
+}
+
+all="ready run health oom pids cpu hog freeze escapee upgrade"
 # The cases share the shell's variables: the loop's own are named apart.
 for vm_case in $(echo "${vmcases:-$all}" | tr ',' ' '); do
 	vm_t0=$(upms)

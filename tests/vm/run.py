@@ -12,6 +12,7 @@ usage: run.py --kernel VMLINUZ --tend TEND_STATIC --busybox BUSYBOX
               --out DIR [--timeout S] [--verbose] [CASE...]
 """
 import argparse
+import json
 import os
 import re
 import select
@@ -73,7 +74,15 @@ def initramfs(path, tend, busybox):
         if a not in ("busybox", "tend"):
             c.link("bin/" + a, "busybox")
     with open(tend, "rb") as f:
-        c.file("bin/tend", f.read())
+        data = f.read()
+    c.file("bin/tend", data)
+    # The live upgrade's second build: this one with another version
+    # string of the same length (as tests/blackbox/test_upgrade.py).
+    cur = json.loads(subprocess.run([tend, "handover-check"], capture_output=True,
+                                    check=True).stdout)["version"]
+    new = cur[:-1] + ("u" if cur[-1] != "u" else "v")
+    c.file("bin/tend-new", data.replace(("\0%s\0" % cur).encode(),
+                                        ("\0%s\0" % new).encode()))
     for src, dst in (("init", "init"), ("guest.sh", "test.sh")):
         with open(os.path.join(HERE, src), "rb") as f:
             c.file(dst, f.read())
