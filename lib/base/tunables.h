@@ -239,7 +239,7 @@
 #define SHIM_BACKOFF_RESET	30.0		/* s up: the next delay is the first */
 /* The shim's proxy to the container's ports. */
 #define SHIM_PROXY_EXTRA	64		/* bytes a proxied head may grow by */
-#define SHIM_PROXY_EOF_WAIT	30.0		/* s, a port's reply after the client's EOF */
+#define SHIM_PROXY_EOF_WAIT	30.0		/* s, a port's silence after the client's EOF */
 #define SHIM_PROXY_PIPE		(1024 * 1024)	/* bytes of a port's reply in flight: fewer turns a MiB */
 
 /* The bridge's namespace (api/bridge/, the exec sink). */

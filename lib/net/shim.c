@@ -19,15 +19,16 @@
  *
  * The three buffers are bufs of a fixed size, allocated once: they are
  * never grown (shim_room, shim_add), which bounds a connection's memory.
+ *
+ * "The agent" is the connection's upstream: the agent's socket, or a
+ * port of the container when the proxy routed the request there
+ * (shim_proxy.c rewrites the head and connects).  One upstream at a
+ * time: a head for another target waits until the old one has ended.
  */
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #include <fcntl.h>
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <arpa/inet.h>
 
 #include <errno.h>
 #include <stdbool.h>
@@ -677,6 +678,7 @@ shim_ard_cb(struct ev_loop *loop, ev_io *w, int revents)
 	else if ((n = splice(c->afd, NULL, c->pw, NULL, c->pcap - c->plen,
 	    SPLICE_F_MOVE | SPLICE_F_NONBLOCK)) > 0) {
 		c->plen += n;
+		c->eof_ticks = 0;	/* it answers: see shim_timer_cb */
 		shim_conn_update(c);
 		return;
 	} else if (n == -1 && errno == EAGAIN && c->plen > 0) {
@@ -698,6 +700,7 @@ shim_ard_cb(struct ev_loop *loop, ev_io *w, int revents)
 		c->a_eof = true;
 	else {
 		c->down.len += n;
+		c->eof_ticks = 0;
 		if (c->mode == SHIM_UPGRADE)
 			shim_upgraded(c);
 	}
@@ -772,7 +775,8 @@ shim_timer_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	/*
 	 * A port's server may never answer nor close: once the client
 	 * said it sends no more, or the shim waits for the server's end to
-	 * send its own answer, the connection has SHIM_PROXY_EOF_WAIT.
+	 * send its own answer, a server silent for SHIM_PROXY_EOF_WAIT
+	 * (counted in turns of this timer) loses the connection.
 	 */
 	if (c->target != 0 && (c->c_eof || c->mode == SHIM_DENY) &&
 	    ++c->eof_ticks * SHIM_HEAD_TIMEOUT >= SHIM_PROXY_EOF_WAIT)

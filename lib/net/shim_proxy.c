@@ -237,35 +237,46 @@ shim_route(const struct shim_config *cfg, const char *h, size_t n,
 /* The head the port gets (pure)                                       */
 
 /*
- * Append a Cookie line l[0, n) without the proxy's cookie; nothing when
- * no other cookie is left.
+ * Append a Cookie line l[0, n) without the proxy's cookie (its pair and
+ * the ';' after it); nothing when no other cookie is left.  The rest is
+ * copied as it was, so that the line never grows.
  */
 static void
 shim_cookie_line(const char *l, size_t n, struct buf *up)
 {
 	static const char	name[] = SHIM_COOKIE "=";
-	size_t			i, j, e;
+	size_t			i, j, e, k, s0, len = n, start;
 	bool			any = false;
 
-	while (n > 0 && (l[n - 1] == '\n' || l[n - 1] == '\r'))
-		n--;
+	while (len > 0 && (l[len - 1] == '\n' || l[len - 1] == '\r'))
+		len--;
+	start = buf_avail(up);
 	/* The caller found "cookie:" at its start. */
-	for (i = 7; i < n; i = j + 1) {
-		while (i < n && (l[i] == ' ' || l[i] == '\t'))
-			i++;
-		for (j = i; j < n && l[j] != ';'; j++)
+	(void)buf_add(up, l, 7);
+	for (s0 = 7; s0 < len; s0 = j + 1) {
+		for (i = s0; i < len && (l[i] == ' ' || l[i] == '\t'); i++)
+			;
+		for (j = i; j < len && l[j] != ';'; j++)
 			;
 		for (e = j; e > i && (l[e - 1] == ' ' || l[e - 1] == '\t'); e--)
 			;
 		if (e == i || (e - i >= sizeof(name) - 1 &&
 		    memcmp(l + i, name, sizeof(name) - 1) == 0))
 			continue;
-		(void)buf_addstr(up, any ? "; " : "Cookie: ");
-		(void)buf_add(up, l + i, e - i);
+		(void)buf_add(up, l + s0, (j < len ? j + 1 : len) - s0);
 		any = true;
 	}
-	if (any)
-		(void)buf_add(up, "\r\n", 2);
+	if (!any) {
+		up->len = up->off + start;
+		return;
+	}
+	/* A ';' of a pair taken out may end it now. */
+	k = buf_avail(up);
+	while (k > start + 7 && (buf_head(up)[k - 1] == ';' ||
+	    buf_head(up)[k - 1] == ' ' || buf_head(up)[k - 1] == '\t'))
+		k--;
+	up->len = up->off + k;
+	(void)buf_add(up, l + len, n - len);
 }
 
 void
@@ -508,7 +519,7 @@ shim_proxy_head(struct shim_conn *c, const struct shim_route *r, size_t n)
 	char			 want[SHIM_COOKIE_HEX + 1];
 	enum shimhead_verdict	 verdict;
 	size_t			 vn;
-	bool			 ok;
+	bool			 ok, login;
 
 	buf_reset(sc);
 	verdict = shimhead_check(&c->req, cfg->token, cfg->token_len, h, n,
@@ -517,13 +528,11 @@ shim_proxy_head(struct shim_conn *c, const struct shim_route *r, size_t n)
 		return verdict;
 	/* GET /health is open on the agent, never on a port. */
 	ok = verdict == SHIMHEAD_FORWARD && c->req.authed;
-	if (cfg->token != NULL && shim_qparam(h, n, &v, &vn)) {
-		if (!shim_qtoken_ok(cfg, v, vn))
-			return SHIMHEAD_DENIED;
-		shim_login(c, r, h, n);
+	/* A query token is a login: the answer is the shim's own. */
+	login = cfg->token != NULL && shim_qparam(h, n, &v, &vn);
+	if (login && !shim_qtoken_ok(cfg, v, vn))
 		return SHIMHEAD_DENIED;
-	}
-	if (!ok && cfg->token != NULL && shim_cookie(h, n, &v, &vn)) {
+	if (!ok && !login && cfg->token != NULL && shim_cookie(h, n, &v, &vn)) {
 		shim_cookie_value(cfg, r->port, want);
 		if (shim_same(v, vn, want, SHIM_COOKIE_HEX)) {
 			buf_reset(sc);
@@ -531,11 +540,16 @@ shim_proxy_head(struct shim_conn *c, const struct shim_route *r, size_t n)
 			    SHIMHEAD_FORWARD;
 		}
 	}
-	if (!ok)
+	if (!ok && !login)
 		return SHIMHEAD_DENIED;
+	/* Authenticated: now, and only now, the policy may be told. */
 	if (!shim_ports_has(cfg->ports, r->port)) {
 		shim_refuse(c, 403, "port_forbidden",
 		    "the proxy may not reach that port (--proxy-ports)", NULL);
+		return SHIMHEAD_DENIED;
+	}
+	if (login) {
+		shim_login(c, r, h, n);
 		return SHIMHEAD_DENIED;
 	}
 	shim_proxy_rewrite(r, buf_head(sc), buf_avail(sc), &c->up);

@@ -214,7 +214,7 @@ class ProxyCase(ShimTestCase):
     def shim_log(self):
         """Stop the shim, return what it logged."""
         self.shim.proc.terminate()
-        self.shim.proc.wait(timeout=5)
+        self.shim.proc.wait(timeout=scaled(15))
         return self.shim.proc.stderr.read().decode(errors="replace")
 
 
@@ -227,7 +227,19 @@ class TestProxyForms(ProxyCase):
         with open(os.path.join(www, "index.html"), "w") as f:
             f.write("<h1>hello from the box</h1>")
         port = free_port()
-        self.serve([PY, "-m", "http.server", "--bind", "127.0.0.1", "--directory", www, str(port)], port)
+        # Launched with readiness: ready means listening, and the listing
+        # names its record (parts 1-2 of the issue), then the proxy.
+        st = self.a.launch_ok([PY, "-m", "http.server", "--bind", "127.0.0.1", "--directory", www,
+                               str(port)], id="web", ready={"port": port, "timeoutMs": 20000})
+        r = self.a.post("/v1/processes/web/wait?for=ready&timeout=20000", timeout=scaled(25))
+        self.assertEqual(r.status, 200, r)
+        self.assertIs(r.json["ready"], True)
+        ports = [p for p in self.a.get("/v1/ports").json if p["port"] == port]
+        self.assertEqual(ports, [{"port": port, "address": "127.0.0.1", "pid": st["pid"], "id": "web"}])
+        # The agent's own /v1/ports goes through the shim as any route.
+        code, _, body = self.preq("GET", "/v1/ports")
+        self.assertEqual(code, 200, body)
+        self.assertIn(port, [p["port"] for p in json.loads(body)])
         st, h, body = self.preq("GET", "/v1/ports/%d/proxy/index.html" % port)
         self.assertEqual(st, 200, body)
         self.assertIn(b"hello from the box", body)
@@ -408,6 +420,22 @@ class TestProxyStreams(ProxyCase):
         self.assertIsNotNone(first)
         self.assertLess(first, 1.0)
 
+    def test_client_half_close_still_gets_its_reply(self):
+        port = self.echo_server()
+        s = socket.create_connection(("127.0.0.1", self.shim.port), timeout=scaled(10))
+        s.sendall(("GET /v1/ports/%d/proxy/half HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                   "Connection: close\r\n\r\n" % (port, TOKEN)).encode())
+        s.shutdown(socket.SHUT_WR)
+        got = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+        s.close()
+        self.assertTrue(got.startswith(b"HTTP/1.1 200"), got[:100])
+        self.assertIn(b'"path": "/half"', got)
+
     def test_server_that_closes_mid_response(self):
         port = self.echo_server()
         c = self.conn()
@@ -456,6 +484,13 @@ class TestProxyPolicy(ProxyCase):
         st, h, body = self.preq("GET", "/v1/ports/%d/proxy/" % self.shim.port)
         self.assertEqual(st, 403, body)
         self.assertEqual(json.loads(body)["code"], "port_forbidden")
+        # A login for it is refused the same way, with no cookie; without
+        # the token the policy is not told (401, not 403).
+        st, h, body = self.preq("GET", "/v1/ports/%d/proxy/?tend_token=%s" % (self.shim.port, TOKEN),
+                                token=None)
+        self.assertEqual((st, json.loads(body)["code"]), (403, "port_forbidden"))
+        self.assertNotIn("set-cookie", h)
+        self.assertUnauthorized(*self.preq("GET", "/v1/ports/%d/proxy/" % self.shim.port, token=None))
         # No token, a wrong one, the open /health: 401, nothing reaches the port.
         for token in (None, "wrong"):
             self.assertUnauthorized(*self.preq("GET", "/v1/ports/%d/proxy/x" % port, token=token))

@@ -648,8 +648,14 @@ START_TEST(proxy_rewrite)
 	    "Host: h\r\nX-Forwarded-Prefix: /evil\r\n  folded\r\n"
 	    "Cookie: a=1; tend_proxy=abc;b=2\r\nCookie: tend_proxy=x\r\n\r\n",
 	    "GET /a/b?c=1 HTTP/1.1\r\n"
-	    "Host: h\r\nCookie: a=1; b=2\r\n"
+	    "Host: h\r\nCookie: a=1;b=2\r\n"
 	    "X-Forwarded-Prefix: /v1/ports/3000/proxy\r\n\r\n");
+	/* Cookie lines never grow; one with nothing left goes. */
+	rewrite(&host, "GET / HTTP/1.1\r\nCookie:a;b;tend_proxy=1;c\n"
+	    "cookie:  tend_proxy=2 ;\r\nCOOKIE: x=1; tend_proxy=3 \r\n"
+	    "Cookie: tend_proxyx=4;;\r\n\r\n",
+	    "GET / HTTP/1.1\r\nCookie:a;b;c\nCOOKIE: x=1\r\n"
+	    "Cookie: tend_proxyx=4\r\n\r\n");
 	rewrite(&path, "GET /v1/ports/3000/proxy HTTP/1.1\r\n\r\n",
 	    "GET / HTTP/1.1\r\nX-Forwarded-Prefix: /v1/ports/3000/proxy\r\n"
 	    "\r\n");
