@@ -324,7 +324,8 @@ IMAGE		?= tend
 # whichever TEND_BIN runs the suite.
 STATIC_TESTS	:= test_agent test_procs test_logs.TestReplay \
 		   test_logs.TestCursors test_logs.TestExec test_terms \
-		   test_files test_shim test_cli test_confine
+		   test_files test_shim test_cli test_confine test_proxy \
+		   test_restart
 
 .PHONY: static image blackbox-static
 
