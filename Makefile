@@ -122,11 +122,11 @@ DEPS_api_ports	:= api http job portwatch proc proctab ready
 PARTS_http	:= http_conn http_parse http_reply
 PARTS_record	:= record_lost record_pool
 PARTS_tar	:= tar_in
-PARTS_job	:= job_cg job_handover
+PARTS_job	:= job_cg job_handover job_input
 PARTS_cgroup	:= cgroup_rec
 PARTS_logstore	:= logstore_json
 PARTS_spawn	:= spawn_clone
-PARTS_proc	:= proc_restart
+PARTS_proc	:= proc_restart proc_handover
 PARTS_shim	:= shim_accept shim_proxy
 # What a suite's own test code uses beyond its module: test helpers, or
 # the modules a contract is checked through (files' confinement, through

@@ -1,7 +1,7 @@
 /*
  * job_int: what the files of the job module share and no one else
  * reads (callers see job.h).  job.c owns a job's life; job_cg.c its
- * cgroup.
+ * cgroup; job_input.c its input queue.
  */
 #ifndef TEND_JOB_INT_H
 #define TEND_JOB_INT_H
@@ -20,5 +20,10 @@ void	job_cg_free(struct job *);
 /* Into the table's list and hashes; its pid out of them (job.c). */
 void	job_link(struct job *);
 void	job_pid_unhash(struct job *);
+
+/* Input went in: an output fd resting after a short read is read now. */
+void	job_out_wake(struct job *);
+/* The held writer, if any, is told: err 0 (room again) or why not. */
+void	job_input_wake(struct job *, int err);
 
 #endif

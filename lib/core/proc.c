@@ -31,7 +31,6 @@ static void	proc_timeout_cb(struct ev_loop *, ev_timer *, int);
 static void	proc_settle_cb(struct ev_loop *, ev_timer *, int);
 static bool	proc_group_empty(struct proc *);
 static int	proc_group_kill(struct proc *, int);
-static void	proc_check_settled(struct proc *);
 static void	proc_settle(struct proc *);
 static int	proc_open_record(struct proc *, uint64_t);
 static void	proc_write_meta(struct proc *, const struct proc_opts *);
@@ -48,7 +47,7 @@ static void	proc_kind_frozen(struct job *, bool);
 static void	proc_kind_stop(struct job *);
 
 /* What a process is to the engine. */
-static const struct job_kind proc_kind = {
+const struct job_kind proc_kind = {
 	"process_removed", "record_remove_failed", proc_kind_status,
 	proc_kind_drained, NULL, proc_kind_signal, proc_kind_end,
 	proc_kind_free, CG_PROC, proc_kind_emptied, proc_kind_frozen,
@@ -294,23 +293,31 @@ proc_begin(struct proc *p, const struct proc_opts *o, struct proc_pipes *pp)
 	struct ev_loop	*loop = p->job.tab->loop;
 
 	job_begin(&p->job);
-	ev_timer_init(&p->timeout, proc_timeout_cb, o->timeout_s, 0.);
+	proc_timers_init(p);
 	job_grace_init(&p->job, p->grace_s);
-	ev_timer_init(&p->settle, proc_settle_cb, PROC_SETTLE_POLL,
-	    PROC_SETTLE_POLL);
 	proc_run_start(p, pp);
 	proc_write_meta(p, o);
-	/*
-	 * The first status waits a moment: a process that ends by then gets
-	 * its final status as the first and only write (one file created,
-	 * no replace), which is most of the cost of a short exec.
-	 */
-	ev_timer_init(&p->first_status, proc_first_status_cb,
-	    PROC_FIRST_STATUS, 0.);
 	ev_timer_start(loop, &p->first_status);
 	log_info("event=process_started id=%s pid=%d", p->job.id,
 	    (int)p->job.pid);
 	jobtab_tell(p->job.tab, &p->job, JOBTAB_EV_START);
+}
+
+/*
+ * The timers, none running.  The first status waits a moment: a process
+ * that ends by then gets its final status as the first and only write
+ * (one file created, no replace), which is most of the cost of a short
+ * exec.
+ */
+void
+proc_timers_init(struct proc *p)
+{
+	ev_timer_init(&p->timeout, proc_timeout_cb, 0., 0.);
+	ev_timer_init(&p->settle, proc_settle_cb, PROC_SETTLE_POLL,
+	    PROC_SETTLE_POLL);
+	ev_timer_init(&p->first_status, proc_first_status_cb,
+	    PROC_FIRST_STATUS, 0.);
+	p->settle_soon = PROC_SETTLE_SOON;
 }
 
 /* A run's pipes go to the loop; the child's ends close; its timeout runs. */
@@ -574,7 +581,7 @@ proc_kind_signal(struct job *j, int sig)
 		(void)proc_group_kill(proc_of(j), sig);
 }
 
-static void
+void
 proc_check_settled(struct proc *p)
 {
 	if (p->rs != NULL && proc_restart_waiting(p))
@@ -837,84 +844,4 @@ proc_kind_free(struct job *j)
 	ready_free(p->ready);
 	free(p->tags);
 	free(p);
-}
-
-
-/* ------------------------------------------------------------------ */
-/* The agent's handover (core/handover.c) */
-
-/*
- * A process as the manifest holds it: the engine's part (job.c) and the
- * process's own — its timers by their absolute deadlines.
- */
-cJSON *
-proc_handover_save(struct proc *p)
-{
-	struct ev_loop	*loop = p->job.tab->loop;
-	cJSON		*o;
-
-	if ((o = job_handover_save(&p->job)) == NULL)
-		return NULL;
-	cJSON_AddStringToObject(o, "tags", p->tags);
-	cJSON_AddBoolToObject(o, "stdinPipe", p->stdin_pipe);
-	cJSON_AddBoolToObject(o, "statusWritten", p->status_written);
-	cJSON_AddNumberToObject(o, "timeoutDeadline",
-	    job_deadline(loop, &p->timeout));
-	cJSON_AddNumberToObject(o, "timeoutLeft", p->timeout_left);
-	cJSON_AddNumberToObject(o, "timeoutS", p->timeout_s);
-	cJSON_AddNumberToObject(o, "graceS", p->grace_s);
-	cJSON_AddBoolToObject(o, "timeoutKill", p->timeout_kill);
-	if (p->rs != NULL)
-		proc_restart_save(p, o);
-	if (p->ready != NULL)
-		ready_handover_save(p->ready, cJSON_AddObjectToObject(o,
-		    "ready"));
-	return o;
-}
-
-/* A process the agent before this one ran, taken up; NULL and errno. */
-struct proc *
-proc_adopt(struct proctab *t, const cJSON *o)
-{
-	struct ev_loop	*loop = t->jobs.loop;
-	const cJSON	*tags = cJSON_GetObjectItemCaseSensitive(o, "tags");
-	const cJSON	*r;
-	struct proc	*p;
-	int		 err;
-
-	if ((p = calloc(1, sizeof(*p))) == NULL)
-		return NULL;
-	p->grace_s = job_get_num(o, "graceS",
-	    PROC_KILL_GRACE_MS / 1000.);
-	p->timeout_kill = job_get_bool(o, "timeoutKill");
-	p->stdin_pipe = job_get_bool(o, "stdinPipe");
-	p->status_written = job_get_bool(o, "statusWritten");
-	p->timeout_left = job_get_num(o, "timeoutLeft", 0);
-	p->timeout_s = job_get_num(o, "timeoutS", 0);
-	p->tags = strdup(cJSON_IsString(tags) ? tags->valuestring : "{}");
-	ev_timer_init(&p->timeout, proc_timeout_cb, 0., 0.);
-	ev_timer_init(&p->settle, proc_settle_cb, PROC_SETTLE_POLL,
-	    PROC_SETTLE_POLL);
-	ev_timer_init(&p->first_status, proc_first_status_cb,
-	    PROC_FIRST_STATUS, 0.);
-	p->settle_soon = PROC_SETTLE_SOON;
-	if (job_adopt(&p->job, &t->jobs, &proc_kind, o, p->grace_s) == -1 ||
-	    p->tags == NULL || ((r = cJSON_GetObjectItemCaseSensitive(o,
-	    "restart")) != NULL && proc_restart_adopt(p, r) == -1) ||
-	    ((r = cJSON_GetObjectItemCaseSensitive(o, "ready")) != NULL &&
-	    (p->ready = ready_adopt(r, &p->job)) == NULL)) {
-		err = errno;
-		job_free(&p->job);	/* not in the table yet */
-		errno = err;
-		return NULL;
-	}
-	job_deadline_start(loop, &p->timeout,
-	    job_get_num(o, "timeoutDeadline", -1));
-	if (p->job.state == JOB_RUNNING) {
-		if (!p->status_written)
-			ev_timer_start(loop, &p->first_status);
-		if (p->job.reaped)
-			proc_check_settled(p);
-	}
-	return p;
 }

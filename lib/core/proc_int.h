@@ -1,7 +1,8 @@
 /*
  * proc_int: what the files of the proc module share and no one else
  * reads (callers see proc.h).  proc.c owns a record's launch and end;
- * proc_restart.c its restart policy: the runs after the first.
+ * proc_restart.c its restart policy: the runs after the first;
+ * proc_handover.c its part of the agent's handover.
  */
 #ifndef TEND_PROC_INT_H
 #define TEND_PROC_INT_H
@@ -14,7 +15,13 @@ struct proc_pipes {
 	int	null;		/* the table's /dev/null for stdin "null" */
 };
 
+extern const struct job_kind proc_kind;
+
 struct proctab *proc_tab(struct proc *);
+/* Its timers made, none running (a launch, a process taken up). */
+void	proc_timers_init(struct proc *);
+/* Its root reaped: settled now if no member is left, else watched. */
+void	proc_check_settled(struct proc *);
 int	proc_pipes_open(struct proctab *, struct proc_pipes *, bool stdin_pipe);
 void	proc_pipes_close(struct proc_pipes *);
 /* The child of a run, spawned with the pipes: -1 and errno. */
