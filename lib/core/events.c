@@ -64,6 +64,7 @@ static struct events	*events_cur;
 /* One event at a time: readers hold none between calls. */
 static char		 events_buf[EVENTS_LINE_MAX + 1];
 
+static struct events *events_alloc(int, const char *, uint64_t);
 static void	events_first(struct events *);
 static void	events_reader_pump(struct events_reader *);
 static void	events_reader_resume(struct ev_loop *, ev_check *, int);
@@ -100,6 +101,21 @@ events_ready(struct events *ev)
 	return true;
 }
 
+/* The log of a boot, its files not yet open. */
+static struct events *
+events_alloc(int statefd, const char *boot, uint64_t maxbytes)
+{
+	struct events	*ev;
+
+	if ((ev = calloc(1, sizeof(*ev))) == NULL)
+		return NULL;
+	ev->statefd = statefd;
+	ev->dirfd = -1;
+	ev->maxbytes = maxbytes;
+	snprintf(ev->boot, sizeof(ev->boot), "%.32s", boot);
+	return ev;
+}
+
 struct events *
 events_open(struct ev_loop *loop, int statefd, const char *boot,
     uint64_t maxbytes)
@@ -107,13 +123,8 @@ events_open(struct ev_loop *loop, int statefd, const char *boot,
 	struct events	*ev;
 
 	(void)loop;
-	if ((ev = calloc(1, sizeof(*ev))) == NULL)
-		return NULL;
-	ev->statefd = statefd;
-	ev->dirfd = -1;
-	ev->maxbytes = maxbytes;
-	snprintf(ev->boot, sizeof(ev->boot), "%.32s", boot);
-	(void)events_ready(ev);
+	if ((ev = events_alloc(statefd, boot, maxbytes)) != NULL)
+		(void)events_ready(ev);
 	return ev;
 }
 
@@ -144,12 +155,8 @@ events_adopt(int statefd, const char *boot, uint64_t maxbytes,
 	struct events	*ev;
 	const cJSON	*v;
 
-	if ((ev = calloc(1, sizeof(*ev))) == NULL)
+	if ((ev = events_alloc(statefd, boot, maxbytes)) == NULL)
 		return NULL;
-	ev->statefd = statefd;
-	ev->dirfd = -1;
-	ev->maxbytes = maxbytes;
-	snprintf(ev->boot, sizeof(ev->boot), "%.32s", boot);
 	if ((v = cJSON_GetObjectItemCaseSensitive(o, "first")) != NULL &&
 	    cJSON_IsNumber(v))
 		ev->first = (uint64_t)v->valuedouble;

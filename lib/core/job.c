@@ -274,13 +274,11 @@ job_trim_cb(struct ev_loop *loop, ev_prepare *w, int revents)
 /* ------------------------------------------------------------------ */
 /* A job's life */
 
-int
-job_init(struct job *j, struct jobtab *t, const struct job_kind *k,
-    const char *id, char prefix, char **argv, const char *cwd)
+/* Of table t and kind k, with no fd, cgroup or record yet. */
+void
+job_blank(struct job *j, struct jobtab *t, const struct job_kind *k)
 {
-	char		 here[PATH_MAX], hex[13];
-	unsigned char	 r[6];
-	int		 s;
+	int	s;
 
 	j->tab = t;
 	j->kind = k;
@@ -289,6 +287,16 @@ job_init(struct job *j, struct jobtab *t, const struct job_kind *k,
 	for (s = 0; s < LS_NSTREAMS; s++)
 		j->out[s] = -1;
 	record_init(&j->rec);
+}
+
+int
+job_init(struct job *j, struct jobtab *t, const struct job_kind *k,
+    const char *id, char prefix, char **argv, const char *cwd)
+{
+	char		 here[PATH_MAX], hex[13];
+	unsigned char	 r[6];
+
+	job_blank(j, t, k);
 	if (id != NULL)
 		snprintf(j->id, sizeof(j->id), "%s", id);
 	else

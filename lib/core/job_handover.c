@@ -220,15 +220,9 @@ job_adopt(struct job *j, struct jobtab *t, const struct job_kind *k,
 	struct buf	 b = { 0 };
 	char		**v;
 	size_t		 n = 0;
-	int		 s, fd;
+	int		 fd;
 
-	j->tab = t;
-	j->kind = k;
-	j->in = -1;
-	cgroup_init(&j->cg);
-	for (s = 0; s < LS_NSTREAMS; s++)
-		j->out[s] = -1;
-	record_init(&j->rec);
+	job_blank(j, t, k);
 	if (!cJSON_IsString(id) || !record_id_valid(id->valuestring) ||
 	    !cJSON_IsArray(argv) || !cJSON_IsString(cwd) ||
 	    job_find(t, id->valuestring) != NULL) {

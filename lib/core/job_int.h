@@ -8,6 +8,8 @@
 
 #include "job.h"
 
+/* Of table t and kind k, with no fd, cgroup or record yet. */
+void	job_blank(struct job *, struct jobtab *, const struct job_kind *);
 /* Its cgroup made (limits and the defaults) and so told to start in it. */
 int	job_cg_make(struct job *, struct spawn_opts *);
 /* Reaped: the OOM killer's part in the exit. */

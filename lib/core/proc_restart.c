@@ -70,7 +70,21 @@ static const char *const rs_names[] = {
 
 static const char *const policy_names[] = { "no", "on-failure", "always" };
 
+static struct proc_run *rs_run(struct proc_restart *, int);
+static void	strv_free(char **);
+static cJSON	*rs_event(struct proc *);
+static void	rs_offsets(cJSON *, const uint64_t *);
+static void	rs_tell_exited(struct proc *, const struct proc_run *);
+static void	rs_tell_restarting(struct proc *, double);
+static void	rs_tell_started(struct proc *);
+static void	rs_give_up(struct proc *, const char *);
+static bool	rs_stopped_by_tend(struct proc *);
+static bool	rs_too_many(struct proc_restart *, int64_t, const char **);
 static void	proc_restart_cb(struct ev_loop *, ev_timer *, int);
+static double	rs_rlim_num(rlim_t);
+static void	rs_save_exit(cJSON *, const struct exit_status *);
+static void	rs_load_exit(const cJSON *, struct exit_status *);
+static cJSON	*rs_run_json(const struct proc_run *, bool);
 
 static struct proc_run *
 rs_run(struct proc_restart *rs, int run)

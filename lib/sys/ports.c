@@ -31,6 +31,7 @@ static int	ports_diag(int family, struct port_sock **, size_t *,
 static int	ports_proc_file(const char *, int family, struct port_sock **,
 		    size_t *, size_t *, size_t, bool *);
 static int	ports_inode_cmp(const void *, const void *);
+static int	ports_proc_read(pid_t, const char *, char *, size_t);
 
 void
 ports_addr_str(const struct port_sock *s, char *buf, size_t n)
@@ -405,22 +406,33 @@ ports_scan_free(struct ports_scan *sc)
 /* ------------------------------------------------------------------ */
 /* A process's place */
 
-pid_t
-ports_ppid(pid_t pid)
+/* /proc/PID/NAME's first size - 1 bytes, a string: 0, or -1. */
+static int
+ports_proc_read(pid_t pid, const char *name, char *buf, size_t size)
 {
-	char	 path[64], buf[512], *p;
+	char	 path[64];
 	ssize_t	 k;
-	long	 pp;
 	int	 fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
-	k = read(fd, buf, sizeof(buf) - 1);
+	k = read(fd, buf, size - 1);
 	close(fd);
 	if (k <= 0)
 		return -1;
 	buf[k] = '\0';
+	return 0;
+}
+
+pid_t
+ports_ppid(pid_t pid)
+{
+	char	 buf[512], *p;
+	long	 pp;
+
+	if (ports_proc_read(pid, "stat", buf, sizeof(buf)) == -1)
+		return -1;
 	/* "pid (comm) S ppid ...": comm may hold anything, even ")". */
 	if ((p = strrchr(buf, ')')) == NULL ||
 	    sscanf(p + 1, " %*c %ld", &pp) != 1)
@@ -432,20 +444,13 @@ int
 ports_cgroup_of(pid_t pid, char *kind, unsigned *n)
 {
 	static const char *const	 dirs[2] = { "/procs/", "/terms/" };
-	char				 path[64], buf[1024], *p, *best = NULL;
+	char				 buf[1024], *p, *best = NULL;
 	char				*end;
-	ssize_t				 k;
 	unsigned long			 v;
-	int				 fd, i;
+	int				 i;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (ports_proc_read(pid, "cgroup", buf, sizeof(buf)) == -1)
 		return -1;
-	k = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (k <= 0)
-		return -1;
-	buf[k] = '\0';
 	/* v2's line is "0::/path"; the first procs/ or terms/ is tend's. */
 	if ((p = strstr(buf, "0::")) == NULL)
 		return -1;
