@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -223,14 +224,19 @@ rs_tell_restarting(struct proc *p, double delay_s)
 	events_emit("process.restarting", o);
 }
 
+/* As the first run's (events_jobs.c), with its run and offsets. */
 static void
 rs_tell_started(struct proc *p)
 {
+	char	 a[EVENTS_ARGV0_MAX + 1];
 	cJSON	*o;
 
 	if ((o = rs_event(p)) == NULL)
 		return;
 	cJSON_AddNumberToObject(o, "pid", (double)p->job.pid);
+	snprintf(a, sizeof(a), "%s", p->job.argv[0]);
+	cJSON_AddStringToObject(o, "argv0", a);
+	cJSON_AddRawToObject(o, "tags", p->tags);
 	rs_offsets(o, rs_run(p->rs, p->rs->run)->offset);
 	events_emit("process.started", o);
 }

@@ -390,14 +390,14 @@ shim_reply(struct shim_conn *c)
 	bn = c->rcode == NULL ? 0 : snprintf(body, sizeof(body),
 	    "{\"error\":\"%s\",\"code\":\"%s\"}", c->rmsg, c->rcode);
 	hn = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
-	    "Content-Type: application/json\r\nContent-Length: %d\r\n"
-	    "Connection: close\r\n", c->rstatus,
+	    "%sContent-Length: %d\r\nConnection: close\r\n", c->rstatus,
 	    c->rstatus == 401 ? "Unauthorized" :
 	    c->rstatus == 502 ? "Bad Gateway" :
 	    c->rstatus == 431 ? "Request Header Fields Too Large" :
 	    c->rstatus == 403 ? "Forbidden" :
 	    c->rstatus == 302 ? "Found" :
-	    "Bad Request", bn);
+	    "Bad Request", bn > 0 ? "Content-Type: application/json\r\n" : "",
+	    bn);
 	/* The extra lines (a redirect's) may be longer than head holds. */
 	if (shim_room(&c->down) >= (size_t)hn + strlen(extra) + 2 + bn) {
 		(void)shim_add(&c->down, head, hn);

@@ -540,6 +540,8 @@ class TestProxyCookie(ProxyCase):
         base = "/v1/ports/%d/proxy" % port
         st, h, body = self.preq("GET", base + "/page?a=1&tend_token=%s&b=2" % TOKEN, token=None)
         self.assertEqual(st, 302, body)
+        self.assertEqual((body, h.get("content-length")), (b"", "0"))
+        self.assertNotIn("content-type", h)
         self.assertEqual(h["location"], base + "/page?a=1&b=2")
         self.assertNotIn(TOKEN, h["location"])
         name, value, attrs = self.cookie_of(h)

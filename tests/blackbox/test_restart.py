@@ -87,6 +87,11 @@ class RestartTest(AgentTestCase):
         rs = [e for e in ev if e["type"] == "process.restarting"]
         self.assertEqual([e["delayMs"] for e in rs], [100, 200, 250])
         self.assertEqual([e["stdoutOffset"] for e in rs], [4, 8, 12])
+        started = [e for e in ev if e["type"] == "process.started"]
+        self.assertEqual([e.get("run") for e in started], [None, 2, 3, 4])
+        for e in started:
+            self.assertEqual((e["argv0"], e["tags"]), ("sh", {}))
+        self.assertEqual([e["stdoutOffset"] for e in started[1:]], [4, 8, 12])
         # gave_up before the last process.exited: the record's end is last.
         self.assertEqual(types[-1], "process.exited")
 
