@@ -372,7 +372,7 @@ proc_restart_cb(struct ev_loop *loop, ev_timer *w, int revents)
 	struct proc		*p = rs->p;
 	struct proc_pipes	 pp;
 	struct proc_opts	 o;
-	bool			 failed;
+	bool			 failed = false;
 
 	(void)loop;
 	(void)revents;
