@@ -479,9 +479,10 @@ handover_take(void)
 	    "handover"));
 	if (ver == NULL || atoi(ver) != HANDOVER_MAJOR ||
 	    handover_boot(m) == NULL) {
-		cJSON_Delete(m);
+		/* Said before the tree goes: ver is in it. */
 		handover_fail("manifest format %s not understood",
 		    ver != NULL ? ver : "(none)");
+		cJSON_Delete(m);
 		return NULL;
 	}
 	ho.state = "resumed";

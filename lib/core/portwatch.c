@@ -141,6 +141,8 @@ portwatch_by_ino(struct portwatch_ent *byino, size_t n, uint64_t ino)
 {
 	struct portwatch_ent	key;
 
+	if (n == 0)
+		return NULL;	/* byino may be NULL then: bsearch wants none */
 	key.s.inode = ino;
 	return bsearch(&key, byino, n, sizeof(*byino), portwatch_ino_cmp);
 }
@@ -261,7 +263,8 @@ portwatch_known(void)
 	if ((byino = malloc((pw.nset ? pw.nset : 1) * sizeof(*byino))) ==
 	    NULL)
 		return false;
-	memcpy(byino, pw.set, pw.nset * sizeof(*byino));
+	if (pw.nset > 0)
+		memcpy(byino, pw.set, pw.nset * sizeof(*byino));
 	if (pw.nset > 1)
 		qsort(byino, pw.nset, sizeof(*byino), portwatch_ino_cmp);
 	for (i = 0; i < pw.nnext; i++) {

@@ -312,7 +312,7 @@ ports_scan_find(struct ports_scan *sc, const char *link)
 	struct port_sock	 key, *kp = &key, **hit;
 	char			*end;
 
-	if (strncmp(link, "socket:[", 8) != 0)
+	if (sc->n == 0 || strncmp(link, "socket:[", 8) != 0)
 		return NULL;
 	key.inode = strtoull(link + 8, &end, 10);
 	if (*end != ']')
