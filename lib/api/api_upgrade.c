@@ -124,6 +124,7 @@ api_upgrade_go(struct ev_loop *loop, ev_timer *w, int revents)
 	/* A shutdown began since the 202 (it closed the socket): no exec. */
 	if (http_server_fd(srv) == -1) {
 		log_warnx("event=upgrade_abandoned msg=\"the agent is stopping\"");
+		handover_release_signals();
 		up.busy = false;
 		return;
 	}
@@ -131,6 +132,7 @@ api_upgrade_go(struct ev_loop *loop, ev_timer *w, int revents)
 		;
 	if ((argv = calloc(n + 2, sizeof(*argv))) == NULL) {
 		log_warnx("event=upgrade_failed err=\"out of memory\"");
+		handover_release_signals();
 		up.busy = false;
 		return;
 	}
@@ -216,6 +218,7 @@ api_upgrade_checked(void)
 	cJSON_AddStringToObject(r, "handover", hv);
 	log_info("event=upgrade_accepted path=%s version=%s", up.path, ver);
 	cJSON_Delete(j);
+	handover_hold_signals();	/* before the client can hear of it */
 	http_reply_json(c, 202, r);
 	buf_free(&up.out);
 	/* Busy until the exec: no second upgrade meanwhile. */

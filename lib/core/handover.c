@@ -39,7 +39,7 @@ static void	handover_recs_load(struct record_dir *, const cJSON *);
 static cJSON	*handover_manifest(const struct handover *);
 static int	handover_memfd(const char *);
 static char	**handover_envp(int, char *, size_t);
-static void	handover_undo(const struct handover *, const sigset_t *);
+static void	handover_undo(const struct handover *);
 static void	handover_fail(const char *, const char *);
 static char	*handover_read(int);
 static void	handover_table_load(struct jobtab *, const cJSON *);
@@ -335,11 +335,41 @@ handover_envp(int fd, char *var, size_t n)
 	return envp;
 }
 
-/* The exec failed: the signals unblocked, the spare cgroups made again. */
-static void
-handover_undo(const struct handover *h, const sigset_t *mask)
+/*
+ * Every signal held from the 202 on: one that comes after the client
+ * heard of the upgrade stays pending across the exec, for the next
+ * agent.  (Taken by this agent's handlers instead, it would be lost: its
+ * loop never runs again.)
+ */
+static sigset_t	handover_mask;	/* as it was before */
+static bool	handover_held;
+
+void
+handover_hold_signals(void)
 {
-	(void)sigprocmask(SIG_SETMASK, mask, NULL);
+	sigset_t	all;
+
+	if (handover_held)
+		return;
+	sigfillset(&all);
+	(void)sigprocmask(SIG_BLOCK, &all, &handover_mask);
+	handover_held = true;
+}
+
+void
+handover_release_signals(void)
+{
+	if (!handover_held)
+		return;
+	handover_held = false;
+	(void)sigprocmask(SIG_SETMASK, &handover_mask, NULL);
+}
+
+/* The exec failed: the signals let go, the spare cgroups made again. */
+static void
+handover_undo(const struct handover *h)
+{
+	handover_release_signals();
 	cgroups_handover_undo();
 	proctab_spare_soon(h->tab);
 }
@@ -348,23 +378,16 @@ int
 handover_exec(const struct handover *h, const char *path, char *const argv[])
 {
 	int64_t	 t0 = codec_mono_ms();
-	sigset_t all, mask;
 	cJSON	*m;
 	char	*s, **envp, var[64];
 	int	 fd, err, on, nfds = 0;
 	size_t	 slen;
 
-	/*
-	 * Every signal blocked until the exec: one that comes meanwhile
-	 * stays pending across it, for the next agent (its handlers would
-	 * be gone, and this loop never runs again).
-	 */
-	sigfillset(&all);
-	(void)sigprocmask(SIG_BLOCK, &all, &mask);
+	handover_hold_signals();	/* held since the 202 as a rule */
 	ev_idle_stop(h->tab->jobs.loop, &h->tab->spare);
 	if ((m = handover_manifest(h)) == NULL) {
 		err = errno;
-		handover_undo(h, &mask);
+		handover_undo(h);
 		errno = err;
 		return -1;
 	}
@@ -378,7 +401,7 @@ handover_exec(const struct handover *h, const char *path, char *const argv[])
 		if (fd != -1)
 			close(fd);
 		cJSON_Delete(m);
-		handover_undo(h, &mask);
+		handover_undo(h);
 		errno = err;
 		return -1;
 	}
@@ -397,7 +420,7 @@ handover_exec(const struct handover *h, const char *path, char *const argv[])
 	close(fd);
 	free(envp);
 	cJSON_Delete(m);
-	handover_undo(h, &mask);
+	handover_undo(h);
 	log_warnx("event=handover_exec_failed path=%s err=\"%s\"", path,
 	    strerror(err));
 	errno = err;

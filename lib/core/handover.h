@@ -49,6 +49,14 @@ struct handover {
 void	 handover_check_print(void);
 
 /*
+ * From the 202 to the exec every signal is held (blocked), so that one
+ * sent after it stays pending for the next agent; let go again when the
+ * exec does not happen.
+ */
+void	 handover_hold_signals(void);
+void	 handover_release_signals(void);
+
+/*
  * Exec path as this process with argv, handing over h.  Returns only if
  * the exec failed: -1 and errno, everything as it was before the call
  * (the fds close-on-exec again, the spares made again).
